@@ -1,0 +1,131 @@
+/**
+ * Interpolation of `${...}` references in step parameters.
+ *
+ * A string parameter may contain `${inputName}` (a declared input, default applied),
+ * `${stepId.outputFile}` or `${stepId.outputFile2}` (an output of an earlier step).
+ * References are resolved in every string, including strings inside arrays such as `args`
+ * and inside nested objects. A literal `${` is written `$${` (as in Terraform): `$${HOME}`
+ * becomes the text `${HOME}` and is not a reference. A lone `$` needs no escaping.
+ */
+
+export type OutputName = "outputFile" | "outputFile2";
+export const OUTPUT_NAMES: readonly OutputName[] = ["outputFile", "outputFile2"];
+
+export type Reference =
+  | { kind: "input"; name: string; raw: string }
+  | { kind: "output"; stepId: string; output: OutputName; raw: string };
+
+export type Segment =
+  | { kind: "text"; text: string }
+  | { kind: "ref"; ref: Reference }
+  | { kind: "invalid"; raw: string; reason: string };
+
+const INPUT_REF = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const STEP_REF = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)$/;
+
+/** Splits one string into text and reference segments. Never throws. */
+export function parseTemplate(s: string): Segment[] {
+  const out: Segment[] = [];
+  let text = "";
+  let i = 0;
+  while (i < s.length) {
+    if (s.startsWith("$${", i)) { text += "${"; i += 3; continue; }
+    if (s.startsWith("${", i)) {
+      const end = s.indexOf("}", i + 2);
+      if (text) { out.push({ kind: "text", text }); text = ""; }
+      if (end < 0) {
+        out.push({ kind: "invalid", raw: s.slice(i), reason: "unterminated reference: `${` without a closing `}` (write `$${` for a literal `${`)" });
+        return out;
+      }
+      const body = s.slice(i + 2, end);
+      const raw = s.slice(i, end + 1);
+      out.push(parseBody(body, raw));
+      i = end + 1;
+      continue;
+    }
+    text += s[i];
+    i++;
+  }
+  if (text) out.push({ kind: "text", text });
+  return out;
+}
+
+function parseBody(body: string, raw: string): Segment {
+  if (INPUT_REF.test(body)) return { kind: "ref", ref: { kind: "input", name: body, raw } };
+  const m = STEP_REF.exec(body);
+  if (m) {
+    const [, stepId, prop] = m as unknown as [string, string, string];
+    if (prop === "outputFile" || prop === "outputFile2") {
+      return { kind: "ref", ref: { kind: "output", stepId, output: prop, raw } };
+    }
+    return { kind: "invalid", raw, reason: `unknown step property "${prop}" in ${raw}: a step reference ends in .outputFile or .outputFile2` };
+  }
+  if (body === "") return { kind: "invalid", raw, reason: "empty reference `${}`" };
+  return { kind: "invalid", raw, reason: `malformed reference ${raw}: use \${inputName} or \${stepId.outputFile}` };
+}
+
+/** True when the string contains at least one `${` that is not escaped. */
+export function hasReferences(s: string): boolean {
+  return parseTemplate(s).some((seg) => seg.kind !== "text");
+}
+
+/** A segment found while walking a parameter value, with the JSON-pointer suffix where it sits. */
+export interface FoundSegment { path: Array<string | number>; segment: Exclude<Segment, { kind: "text" }> }
+
+/** Walks strings in a value (arrays and objects included) and returns every reference or malformed one. */
+export function findReferences(value: unknown, path: Array<string | number> = [], depth = 0): FoundSegment[] {
+  if (depth > 32) return [];
+  if (typeof value === "string") {
+    return parseTemplate(value)
+      .filter((s): s is Exclude<Segment, { kind: "text" }> => s.kind !== "text")
+      .map((segment) => ({ path, segment }));
+  }
+  if (Array.isArray(value)) return value.flatMap((v, i) => findReferences(v, [...path, i], depth + 1));
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => findReferences(v, [...path, k], depth + 1));
+  }
+  return [];
+}
+
+/** Resolves a reference to its value, or undefined when it cannot be resolved. */
+export type Resolver = (ref: Reference) => string | undefined;
+
+export interface InterpolationResult<T> { value: T; unresolved: string[] }
+
+/**
+ * Replaces every reference in every string of `value` (deep) using `resolve`.
+ * Unresolvable and malformed references are left as written and listed in `unresolved`.
+ */
+export function interpolate<T>(value: T, resolve: Resolver): InterpolationResult<T> {
+  const unresolved: string[] = [];
+  const walk = (v: unknown, depth: number): unknown => {
+    if (depth > 32) return v;
+    if (typeof v === "string") return interpolateString(v, resolve, unresolved);
+    if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
+    if (v !== null && typeof v === "object") {
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x, depth + 1)]));
+    }
+    return v;
+  };
+  return { value: walk(value, 0) as T, unresolved };
+}
+
+function interpolateString(s: string, resolve: Resolver, unresolved: string[]): string {
+  if (!s.includes("${")) return s;
+  let out = "";
+  for (const seg of parseTemplate(s)) {
+    if (seg.kind === "text") out += seg.text;
+    else if (seg.kind === "invalid") { out += seg.raw; unresolved.push(seg.raw); }
+    else {
+      const v = resolve(seg.ref);
+      if (v === undefined) { out += seg.ref.raw; unresolved.push(seg.ref.raw); }
+      else out += v;
+    }
+  }
+  return out;
+}
+
+/** Escapes a literal so that interpolation leaves it unchanged (`${` becomes `$${`). */
+export function escapeLiteral(s: string): string {
+  return s.replace(/\$\{/g, () => "$${");
+}

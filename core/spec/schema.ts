@@ -1,0 +1,75 @@
+/**
+ * The pipeline spec (spec: "Pipeline spec"): one zod schema holding every field and rule of
+ * the spec's tables. It types specs across Operon and is exported as JSON Schema (for the
+ * OpenAPI document and the PipelineRun CRD). `validateSpec` adds the cross-field checks.
+ */
+import { z } from "zod";
+
+export const MAX_STEPS = 12;
+export const MAX_STEP_TIMEOUT_MS = 7_200_000;
+/** Spec files larger than this are not read (1 MB, counted as 1 MiB). */
+export const MAX_SPEC_BYTES = 1_048_576;
+export const SPEC_VERSION = "1.0";
+export const SUPPORTED_SPEC_VERSIONS = ["1.0"] as const;
+export const EXECUTION_MODE = "process-manager";
+export const EXECUTION_TYPES = ["ecs", "external-api", "batch"] as const;
+export const INPUT_TYPES = ["file", "string", "select"] as const;
+
+export const INPUT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const STEP_ID = /^[A-Za-z0-9_-]+$/;
+
+export const InputSchema = z.strictObject({
+  name: z.string().regex(INPUT_NAME, "must start with a letter or underscore and hold only letters, digits and underscores"),
+  type: z.enum(INPUT_TYPES),
+  description: z.string().optional(),
+  default: z.string().optional(),
+  options: z.array(z.string()).optional(),
+}).superRefine((input, ctx) => {
+  if (input.type === "select" && (!input.options || input.options.length === 0)) {
+    ctx.addIssue({ code: "custom", path: ["options"], message: "a select input needs a non-empty options list", params: { code: "select_without_options" } });
+  }
+  if (input.type === "select" && input.default !== undefined && input.options && !input.options.includes(input.default)) {
+    ctx.addIssue({ code: "custom", path: ["default"], message: "the default of a select input must be one of its options", params: { code: "invalid_default" } });
+  }
+});
+
+export const StepSchema = z.strictObject({
+  stepId: z.string().regex(STEP_ID, "may hold only letters, digits, _ and -"),
+  toolName: z.string().min(1),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  dependsOn: z.array(z.string()).optional(),
+  description: z.string().optional(),
+  timeout: z.number().int().positive().optional(),
+  executionType: z.string().optional(),
+});
+
+export const ProvenanceSchema = z.object({
+  sourceExecutionId: z.string().optional(),
+  sourcePipelineId: z.string().optional(),
+  sourceRunStatus: z.string().optional(),
+  extractedAt: z.string().optional(),
+  previousValues: z.record(z.string(), z.string()).optional(),
+}).catchall(z.unknown());
+
+export const PipelineSpecSchema = z.strictObject({
+  specVersion: z.string().optional(),
+  id: z.string().min(1).max(128).optional(),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  category: z.string().optional(),
+  tags: z.array(z.string()).optional(),
+  estimatedDuration: z.string().optional(),
+  executionMode: z.literal(EXECUTION_MODE).optional(),
+  inputs: z.array(InputSchema).optional(),
+  steps: z.array(StepSchema).min(1, "a pipeline needs at least one step").max(MAX_STEPS, `at most ${MAX_STEPS} steps`),
+  provenance: ProvenanceSchema.optional(),
+});
+
+export type PipelineInput = z.infer<typeof InputSchema>;
+export type PipelineStep = z.infer<typeof StepSchema>;
+export type PipelineSpec = z.infer<typeof PipelineSpecSchema>;
+
+/** The spec schema as JSON Schema (draft 2020-12), for OpenAPI and the CRD. */
+export function pipelineSpecJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(PipelineSpecSchema, { unrepresentable: "any" }) as Record<string, unknown>;
+}

@@ -1,0 +1,166 @@
+/**
+ * Read aligners: bwa, bowtie2, hisat2 and minimap2. Each has an index command whose output
+ * is the reference itself with its index files beside it (so `${index.outputFile}` brings
+ * the whole index to the align step), and an align command writing SAM.
+ */
+import { z } from "zod";
+import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./types.js";
+import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+
+const readGroup = () => str().optional();
+
+/** Local name of a reference index: the reference's basename (or outputFile when given). */
+function indexName(p: Params): string {
+  return outputPath(p, "outputFile", basename(optStr(p, "inputFile") ?? optStr(p, "reference") ?? "reference.fa"));
+}
+
+function indexCommand(description: string, prog: (ctx: BuildContext) => readonly string[], suffixes: readonly string[],
+  argv: (p: Params, ref: string) => string[]): CommandDefinition {
+  return {
+    description,
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const ref = s.file("inputFile", indexName(p));
+      return invocation(prog(ctx), argv(p, ref), s, [out(ref, suffixes.map((x) => ref + x))]);
+    },
+  };
+}
+
+/* ---------- bwa ---------- */
+const BWA = ["index", "mem"] as const;
+export const bwa: ToolDefinition = {
+  id: "bwa",
+  description: "Burrows-Wheeler Aligner for short reads against a large reference (bwa mem).",
+  version: "0.7.18",
+  image: "quay.io/biocontainers/bwa:0.7.18--he4a0461_0",
+  localExecutables: ["bwa"],
+  fileParams: ["inputFile", "inputFile2", "reference"],
+  inputSchema: z.strictObject({ ...commonParams("bwa", BWA), readGroup: readGroup(), markShorterSplits: bool().optional() }),
+  commands: {
+    index: indexCommand("Build the FM-index of a reference FASTA (the output is the reference with .amb .ann .bwt .pac .sa beside it).",
+      (ctx) => program(ctx, ["bwa"]), [".amb", ".ann", ".bwt", ".pac", ".sa"], (p, ref) => ["index", ...extraArgs(p), ref]),
+    mem: {
+      description: "Align single-end (inputFile) or paired-end (inputFile, inputFile2) reads; SAM to outputFile.",
+      required: ["inputFile", "reference"],
+      build(p, ctx) {
+        const s = new Stager(p);
+        const ref = s.file("reference");
+        const r1 = s.file("inputFile");
+        const r2 = s.optFile("inputFile2");
+        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        return invocation(program(ctx, ["bwa"]), [
+          "mem", ...flag("-t", optInt(p, "threads")), ...flag("-R", optStr(p, "readGroup")), ...(optBool(p, "markShorterSplits") ? ["-M"] : []),
+          ...extraArgs(p), ref, r1, ...(r2 ? [r2] : []),
+        ], s, [out(output)], { stdout: output });
+      },
+    },
+  },
+};
+
+/* ---------- bowtie2 ---------- */
+const BT2 = ["build", "align"] as const;
+const BT2_SUFFIXES = [".1.bt2", ".2.bt2", ".3.bt2", ".4.bt2", ".rev.1.bt2", ".rev.2.bt2"];
+export const bowtie2: ToolDefinition = {
+  id: "bowtie2",
+  description: "Fast gapped short-read aligner (bowtie2-build to index, align to map).",
+  version: "2.5.4",
+  image: "quay.io/biocontainers/bowtie2:2.5.4--he96a11b_6",
+  localExecutables: ["bowtie2", "bowtie2-build"],
+  fileParams: ["inputFile", "inputFile2", "reference"],
+  inputSchema: z.strictObject({ ...commonParams("bowtie2", BT2), preset: oneOf(["very-fast", "fast", "sensitive", "very-sensitive"]).optional(), readGroupId: readGroup() }),
+  commands: {
+    build: indexCommand("Build the index of a reference FASTA, using the reference path as index prefix.",
+      (ctx) => program(ctx, ["bowtie2-build"]), BT2_SUFFIXES, (p, ref) => [...flag("--threads", optInt(p, "threads")), ...extraArgs(p), ref, ref]),
+    align: {
+      description: "Align single-end or paired-end reads to an index (reference = the indexed FASTA); SAM to outputFile.",
+      required: ["inputFile", "reference"],
+      build(p, ctx) {
+        const s = new Stager(p);
+        const ref = s.file("reference");
+        const r1 = s.file("inputFile");
+        const r2 = s.optFile("inputFile2");
+        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        const preset = optEnum(p, "preset", ["very-fast", "fast", "sensitive", "very-sensitive"]);
+        return invocation(program(ctx, ["bowtie2"]), [
+          ...flag("-p", optInt(p, "threads")), ...(preset ? [`--${preset}`] : []), ...flag("--rg-id", optStr(p, "readGroupId")),
+          ...extraArgs(p), "-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1]), "-S", output,
+        ], s, [out(output)]);
+      },
+    },
+  },
+};
+
+/* ---------- hisat2 ---------- */
+const HT2 = ["build", "align"] as const;
+const HT2_SUFFIXES = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `.${i}.ht2`);
+export const hisat2: ToolDefinition = {
+  id: "hisat2",
+  description: "Spliced aligner for RNA-seq reads (hisat2-build to index, align to map).",
+  version: "2.2.1",
+  image: "quay.io/biocontainers/hisat2:2.2.1--h1b792b2_3",
+  localExecutables: ["hisat2", "hisat2-build"],
+  fileParams: ["inputFile", "inputFile2", "reference"],
+  inputSchema: z.strictObject({ ...commonParams("hisat2", HT2), noSpliced: bool().optional(), readGroupId: readGroup() }),
+  commands: {
+    build: indexCommand("Build the HISAT2 index of a reference FASTA, using the reference path as index prefix.",
+      (ctx) => program(ctx, ["hisat2-build"]), HT2_SUFFIXES, (p, ref) => [...flag("-p", optInt(p, "threads")), ...extraArgs(p), ref, ref]),
+    align: {
+      description: "Align single-end or paired-end RNA-seq reads (reference = the indexed FASTA); SAM to outputFile, alignment summary to outputFile2.",
+      required: ["inputFile", "reference"],
+      build(p, ctx) {
+        const s = new Stager(p);
+        const ref = s.file("reference");
+        const r1 = s.file("inputFile");
+        const r2 = s.optFile("inputFile2");
+        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        const summary = outputPath(p, "outputFile2", `${stem(r1)}.hisat2-summary.txt`);
+        return invocation(program(ctx, ["hisat2"]), [
+          ...flag("-p", optInt(p, "threads")), ...(optBool(p, "noSpliced") ? ["--no-spliced-alignment"] : []),
+          ...flag("--rg-id", optStr(p, "readGroupId")), "--summary-file", summary,
+          ...extraArgs(p), "-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1]), "-S", output,
+        ], s, [out(output), out(summary)]);
+      },
+    },
+  },
+};
+
+/* ---------- minimap2 ---------- */
+const MM2 = ["index", "align"] as const;
+const MM2_PRESETS = ["map-ont", "map-pb", "map-hifi", "sr", "splice", "asm5", "asm10", "asm20"] as const;
+export const minimap2: ToolDefinition = {
+  id: "minimap2",
+  description: "Versatile aligner for long reads, short reads and assemblies (SAM output).",
+  version: "2.28",
+  image: "quay.io/biocontainers/minimap2:2.28--he4a0461_0",
+  localExecutables: ["minimap2"],
+  fileParams: ["inputFile", "inputFile2", "reference"],
+  inputSchema: z.strictObject({ ...commonParams("minimap2", MM2), preset: oneOf(MM2_PRESETS).optional(), readGroup: readGroup() }),
+  commands: {
+    index: {
+      description: "Pre-build a minimizer index (outputFile, default <reference>.mmi).",
+      required: ["inputFile"],
+      build(p, ctx) {
+        const s = new Stager(p);
+        const ref = s.file("inputFile");
+        const output = outputPath(p, "outputFile", `${basename(ref)}.mmi`);
+        return invocation(program(ctx, ["minimap2"]), [...flag("-x", optEnum(p, "preset", MM2_PRESETS)), ...extraArgs(p), "-d", output, ref], s, [out(output)]);
+      },
+    },
+    align: {
+      description: "Align reads (inputFile, optional mate inputFile2) to a reference FASTA or .mmi; SAM to outputFile.",
+      required: ["inputFile", "reference"],
+      build(p, ctx) {
+        const s = new Stager(p);
+        const ref = s.file("reference");
+        const r1 = s.file("inputFile");
+        const r2 = s.optFile("inputFile2");
+        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        return invocation(program(ctx, ["minimap2"]), [
+          "-a", ...flag("-x", optEnum(p, "preset", MM2_PRESETS)), ...flag("-t", optInt(p, "threads")), ...flag("-R", optStr(p, "readGroup")),
+          ...extraArgs(p), "-o", output, ref, r1, ...(r2 ? [r2] : []),
+        ], s, [out(output)]);
+      },
+    },
+  },
+};

@@ -1,0 +1,182 @@
+/**
+ * Building blocks shared by every tool: the common parameter names of DESIGN §6 as zod
+ * schemas that also accept `${...}` references, path helpers, and the small functions
+ * argv builders use to read validated parameters. Nothing here builds a shell string.
+ */
+import { z } from "zod";
+import { BuildError, type BuildContext, type Invocation, type OutputFile, type Params, type StagedInput } from "./types.js";
+
+const REF = /\$\{/;
+
+/** A non-empty string (a path, a name); references allowed. */
+export const str = () => z.string().min(1);
+
+/** An integer within bounds, or a string that is digits or holds a `${...}` reference. */
+export const int = (min: number, max: number) =>
+  z.union([z.number().int().min(min).max(max), z.string().regex(/^\d+$|\$\{/, "expected an integer or a ${...} reference")]);
+
+/** A number within bounds, or a numeric string / reference. */
+export const num = (min: number, max: number) =>
+  z.union([z.number().min(min).max(max), z.string().regex(/^-?\d+(\.\d+)?$|\$\{/, "expected a number or a ${...} reference")]);
+
+/** A boolean, or the strings "true"/"false", or a reference. */
+export const bool = () => z.union([z.boolean(), z.string().regex(/^(true|false)$|\$\{/, "expected true, false or a ${...} reference")]);
+
+/** An enumerated string, or a reference resolved at run time and checked then. */
+export const oneOf = <T extends string>(values: readonly [T, ...T[]]) =>
+  z.union([z.enum(values), z.string().regex(REF, `expected one of ${values.join(", ")}`)]);
+
+/** The parameters every tool accepts (DESIGN §6): command, files, outputs, args, threads. */
+export function commonParams(toolId: string, commands: readonly [string, ...string[]]) {
+  return {
+    command: z.enum(commands).optional(),
+    [`${toolId}Command`]: z.enum(commands).optional(),
+    inputFile: str().optional(),
+    inputFile2: str().optional(),
+    reference: str().optional(),
+    outputFile: str().optional(),
+    outputFile2: str().optional(),
+    args: z.array(z.string()).max(256).optional(),
+    threads: int(1, 256).optional(),
+  } as const;
+}
+
+/** The path's last segment. */
+export function basename(p: string): string {
+  const parts = p.split("/");
+  return parts[parts.length - 1] || p;
+}
+
+const FORMAT_EXT = /\.(bam|sam|cram|fastq|fq|fasta|fa|fna|vcf|bcf|bed|bedgraph|gff|gtf|txt|tsv|csv|sai|mmi|avinput)$/i;
+
+/** The basename without compression and format extensions: `data/s1.R1.fastq.gz` → `s1.R1`. */
+export function stem(p: string): string {
+  return basename(p).replace(/\.(gz|bgz|bz2)$/i, "").replace(FORMAT_EXT, "") || "output";
+}
+
+/** Reads a string parameter; undefined when absent. */
+export function optStr(p: Params, name: string): string | undefined {
+  const v = p[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") throw new BuildError(name, `${name}: expected a string`);
+  return v;
+}
+
+export function reqStr(p: Params, name: string): string {
+  const v = optStr(p, name);
+  if (v === undefined || v === "") throw new BuildError(name, `${name} is required`);
+  return v;
+}
+
+/** Reads an integer parameter given as a number or a string of digits. */
+export function optInt(p: Params, name: string): number | undefined {
+  const v = p[name];
+  if (v === undefined || v === null) return undefined;
+  const n = typeof v === "number" ? v : typeof v === "string" && /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n)) throw new BuildError(name, `${name}: expected an integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+export function optNum(p: Params, name: string): number | undefined {
+  const v = p[name];
+  if (v === undefined || v === null) return undefined;
+  const n = typeof v === "number" ? v : typeof v === "string" && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
+  if (!Number.isFinite(n)) throw new BuildError(name, `${name}: expected a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+export function optBool(p: Params, name: string): boolean | undefined {
+  const v = p[name];
+  if (v === undefined || v === null) return undefined;
+  if (v === true || v === "true") return true;
+  if (v === false || v === "false") return false;
+  throw new BuildError(name, `${name}: expected true or false, got ${JSON.stringify(v)}`);
+}
+
+export function optEnum<T extends string>(p: Params, name: string, values: readonly T[]): T | undefined {
+  const v = optStr(p, name);
+  if (v === undefined) return undefined;
+  if (!(values as readonly string[]).includes(v)) throw new BuildError(name, `${name}: expected one of ${values.join(", ")}, got ${JSON.stringify(v)}`);
+  return v as T;
+}
+
+/** Extra arguments, each its own argv element. */
+export function extraArgs(p: Params): string[] {
+  const v = p["args"];
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) throw new BuildError("args", "args: expected an array of strings");
+  return v as string[];
+}
+
+/**
+ * A relative output path chosen by the user, checked: no absolute paths, no `..`, no empty
+ * segments, never starting with `-` (so it cannot be read as an option).
+ */
+export function outputPath(p: Params, name: string, fallback: string): string {
+  const v = optStr(p, name) ?? fallback;
+  checkRelative(name, v);
+  return v;
+}
+
+function checkRelative(name: string, v: string): void {
+  const segs = v.split("/");
+  if (v.startsWith("/") || v.includes("\\") || v.includes("\0") || segs.some((s) => s === "" || s === "." || s === ".."))
+    throw new BuildError(name, `${name}: ${JSON.stringify(v)} must be a relative path without "..", "." or empty segments`);
+  if (v.startsWith("-")) throw new BuildError(name, `${name}: ${JSON.stringify(v)} must not start with "-"`);
+}
+
+/**
+ * Collects staged inputs while a command builds its argv. Each input file is placed at
+ * `in/<n>/<basename>` (n counts inputs, so equal basenames never collide) unless the
+ * command asks for a specific local name.
+ */
+export class Stager {
+  readonly inputs: StagedInput[] = [];
+
+  constructor(private readonly p: Params) {}
+
+  /** Stages a required file parameter and returns its local path. */
+  file(name: string, as?: string): string {
+    const source = reqStr(this.p, name);
+    return this.add(name, source, as);
+  }
+
+  /** Stages an optional file parameter; undefined when absent. */
+  optFile(name: string, as?: string): string | undefined {
+    const source = optStr(this.p, name);
+    return source === undefined ? undefined : this.add(name, source, as);
+  }
+
+  /** Stages an explicit value (e.g. one element of a file list) under a parameter name. */
+  add(param: string, source: string, as?: string): string {
+    const local = as ?? `in/${this.inputs.length + 1}/${basename(source)}`;
+    checkRelative(param, local);
+    this.inputs.push({ param, source, local });
+    return local;
+  }
+}
+
+/** Assembles an invocation; `program` is the executable prefix for the runtime. */
+export function invocation(
+  program: readonly string[],
+  argv: readonly string[],
+  stager: Stager,
+  outputs: OutputFile[],
+  extra: { stdout?: string; mkdirs?: string[] } = {},
+): Invocation {
+  const inv: Invocation = { argv: [...program, ...argv], inputs: stager.inputs, outputs, mkdirs: extra.mkdirs ?? [] };
+  if (extra.stdout !== undefined) inv.stdout = extra.stdout;
+  return inv;
+}
+
+/** The executable prefix for a runtime. */
+export function program(ctx: BuildContext, local: readonly string[], container: readonly string[] = local): readonly string[] {
+  return ctx.runtime === "local" ? local : container;
+}
+
+/** `["-@", n]`-style option only when the parameter is set. */
+export function flag(name: string, value: string | number | undefined): string[] {
+  return value === undefined ? [] : [name, String(value)];
+}
+
+export const out = (path: string, secondary: string[] = []): OutputFile => ({ path, secondary });

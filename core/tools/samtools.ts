@@ -1,0 +1,148 @@
+/** samtools: SAM/BAM/CRAM manipulation. Commands are exactly the spec's list. */
+import { z } from "zod";
+import type { CommandDefinition, ToolDefinition } from "./types.js";
+import { Stager, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str, oneOf } from "./params.js";
+
+const COMMANDS = ["view", "sort", "index", "merge", "stats", "flagstat", "idxstats", "depth", "coverage", "tabix"] as const;
+
+const schema = z.strictObject({
+  ...commonParams("samtools", COMMANDS),
+  inputFiles: z.array(str()).min(1).max(1000).optional(),
+  region: str().optional(),
+  outputFormat: oneOf(["sam", "bam", "cram"]).optional(),
+  minMapQ: int(0, 255).optional(),
+  includeFlags: int(0, 65535).optional(),
+  excludeFlags: int(0, 65535).optional(),
+  byName: bool().optional(),
+  csi: bool().optional(),
+  allPositions: bool().optional(),
+  preset: oneOf(["gff", "bed", "sam", "vcf"]).optional(),
+});
+
+const sam = ["samtools"] as const;
+const threadsOpt = (p: Record<string, unknown>) => flag("-@", optInt(p, "threads"));
+
+const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
+  view: {
+    description: "Convert, filter or subset alignments (optionally to a region).",
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const input = s.file("inputFile");
+      const ref = s.optFile("reference");
+      const output = outputPath(p, "outputFile", `${stem(input)}.view.bam`);
+      const fmt = optEnum(p, "outputFormat", ["sam", "bam", "cram"]) ?? (/\.cram$/i.test(output) ? "cram" : /\.sam$/i.test(output) ? "sam" : "bam");
+      const fmtFlags = fmt === "bam" ? ["-b"] : fmt === "cram" ? ["-C"] : ["-h"];
+      const region = optStr(p, "region");
+      return invocation(program(ctx, sam), [
+        "view", ...threadsOpt(p), ...fmtFlags,
+        ...flag("-q", optInt(p, "minMapQ")), ...flag("-f", optInt(p, "includeFlags")), ...flag("-F", optInt(p, "excludeFlags")),
+        ...flag("-T", ref), ...extraArgs(p), "-o", output, input, ...(region ? [region] : []),
+      ], s, [out(output)]);
+    },
+  },
+  sort: {
+    description: "Sort alignments by coordinate (or by read name with byName).",
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const input = s.file("inputFile");
+      const output = outputPath(p, "outputFile", `${stem(input)}.sorted.bam`);
+      return invocation(program(ctx, sam), [
+        "sort", ...threadsOpt(p), ...(optBool(p, "byName") ? ["-n"] : []), ...extraArgs(p), "-o", output, input,
+      ], s, [out(output)]);
+    },
+  },
+  index: {
+    description: "Index a coordinate-sorted BAM/CRAM. The output is the indexed file with its index beside it, so `${step.outputFile}` brings both.",
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const name = outputPath(p, "outputFile", stem(optStr(p, "inputFile") ?? "") + (/\.cram$/i.test(optStr(p, "inputFile") ?? "") ? ".cram" : ".bam"));
+      const input = s.file("inputFile", name);
+      const csi = optBool(p, "csi") === true;
+      const index = input + (/\.cram$/i.test(input) ? ".crai" : csi ? ".csi" : ".bai");
+      return invocation(program(ctx, sam), ["index", ...threadsOpt(p), ...(csi ? ["-c"] : []), ...extraArgs(p), input], s, [out(input, [index])]);
+    },
+  },
+  merge: {
+    description: "Merge sorted alignment files (inputFiles, or inputFile and inputFile2).",
+    required: [],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const list = p["inputFiles"] as string[] | undefined;
+      const inputs = list
+        ? list.map((f, i) => s.add(`inputFiles/${i}`, f))
+        : [s.file("inputFile"), s.file("inputFile2")];
+      const output = outputPath(p, "outputFile", `${stem(inputs[0] ?? "merged")}.merged.bam`);
+      return invocation(program(ctx, sam), ["merge", ...threadsOpt(p), "-f", ...extraArgs(p), "-o", output, ...inputs], s, [out(output)]);
+    },
+  },
+  stats: statsLike("stats", "Comprehensive alignment statistics.", ".stats.txt"),
+  flagstat: statsLike("flagstat", "Counts of reads by SAM flag.", ".flagstat.txt"),
+  idxstats: statsLike("idxstats", "Per-reference read counts from the index.", ".idxstats.txt"),
+  depth: {
+    description: "Per-position read depth (optionally a region; allPositions includes zero depth).",
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const input = s.file("inputFile");
+      const output = outputPath(p, "outputFile", `${stem(input)}.depth.tsv`);
+      const region = optStr(p, "region");
+      return invocation(program(ctx, sam), [
+        "depth", ...(optBool(p, "allPositions") ? ["-a"] : []), ...flag("-Q", optInt(p, "minMapQ")), ...flag("-r", region),
+        ...extraArgs(p), "-o", output, input,
+      ], s, [out(output)]);
+    },
+  },
+  coverage: {
+    description: "Per-reference coverage summary (optionally a region).",
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const input = s.file("inputFile");
+      const output = outputPath(p, "outputFile", `${stem(input)}.coverage.tsv`);
+      return invocation(program(ctx, sam), [
+        "coverage", ...flag("-q", optInt(p, "minMapQ")), ...flag("-r", optStr(p, "region")), ...extraArgs(p), "-o", output, input,
+      ], s, [out(output)]);
+    },
+  },
+  tabix: {
+    description: "Index a bgzip-compressed tab-delimited file (htslib's tabix, shipped with samtools). The output is the indexed file with its .tbi beside it.",
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const src = optStr(p, "inputFile") ?? "";
+      const input = s.file("inputFile", outputPath(p, "outputFile", src.split("/").pop() ?? "input.gz"));
+      const preset = optEnum(p, "preset", ["gff", "bed", "sam", "vcf"]) ?? (/\.vcf\.gz$/i.test(input) ? "vcf" : /\.bed\.gz$/i.test(input) ? "bed" : /\.gff3?\.gz$/i.test(input) ? "gff" : undefined);
+      const csi = optBool(p, "csi") === true;
+      return invocation(program(ctx, ["tabix"]), [
+        "-f", ...flag("-p", preset), ...(csi ? ["-C"] : []), ...extraArgs(p), input,
+      ], s, [out(input, [input + (csi ? ".csi" : ".tbi")])]);
+    },
+  },
+};
+
+function statsLike(cmd: "stats" | "flagstat" | "idxstats", description: string, suffix: string): CommandDefinition {
+  return {
+    description: `${description} Written to outputFile.`,
+    required: ["inputFile"],
+    build(p, ctx) {
+      const s = new Stager(p);
+      const input = s.file("inputFile");
+      const output = outputPath(p, "outputFile", `${stem(input)}${suffix}`);
+      return invocation(program(ctx, sam), [cmd, ...(cmd === "idxstats" ? [] : threadsOpt(p)), ...extraArgs(p), input], s, [out(output)], { stdout: output });
+    },
+  };
+}
+
+export const samtools: ToolDefinition = {
+  id: "samtools",
+  description: "Reading, writing, sorting, indexing and summarising SAM/BAM/CRAM alignments.",
+  version: "1.21",
+  image: "quay.io/biocontainers/samtools:1.21--h50ea8bc_0",
+  localExecutables: ["samtools", "tabix"],
+  commands,
+  fileParams: ["inputFile", "inputFile2", "inputFiles", "reference"],
+  inputSchema: schema,
+};

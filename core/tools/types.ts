@@ -1,0 +1,79 @@
+/**
+ * The shape of a compute tool in Operon's catalogue. A tool is pure data plus pure
+ * functions: which commands it knows, what parameters it takes (a zod schema, exported as
+ * JSON Schema by `GET /v1/tools`), and how validated parameters become an argv array —
+ * never a shell string. Executors (local processes, Kubernetes Jobs) only carry it out.
+ */
+import type { z } from "zod";
+
+/** Where the argv will run: `local` uses Debian's executables, `container` the pinned image's. */
+export type Runtime = "local" | "container";
+
+export interface BuildContext { runtime: Runtime }
+
+/** A file to stage into the step's working directory before the tool runs. */
+export interface StagedInput {
+  /** The parameter it came from (e.g. `inputFile`, `reference`, `args[2]` is never staged). */
+  param: string;
+  /** The path as the step received it (workspace-relative, or an earlier step's output key). */
+  source: string;
+  /** Where it is placed, relative to the working directory. Secondary files land beside it. */
+  local: string;
+}
+
+/** A file the step produces, relative to the working directory. */
+export interface OutputFile {
+  path: string;
+  /** Files produced with it that travel with it (indexes), relative to the working directory. */
+  secondary: string[];
+}
+
+export interface Invocation {
+  argv: string[];
+  /** When set, the tool's standard output is written to this file (no shell redirection). */
+  stdout?: string;
+  inputs: StagedInput[];
+  /** In order: [0] is what `${step.outputFile}` names, [1] is `${step.outputFile2}`. */
+  outputs: OutputFile[];
+  /** Directories to create in the working directory before running. */
+  mkdirs: string[];
+}
+
+/** Parameters after interpolation and schema validation. */
+export type Params = Readonly<Record<string, unknown>>;
+
+export interface CommandDefinition {
+  description: string;
+  /** Parameter names this command cannot run without. */
+  required: readonly string[];
+  /** Builds the invocation. May throw BuildError for values only known after interpolation. */
+  build(p: Params, ctx: BuildContext): Invocation;
+}
+
+export interface ToolDefinition {
+  id: string;
+  description: string;
+  /** Version of the tool in the pinned image. */
+  version: string;
+  /** Pinned container image reference used in cluster mode. */
+  image: string;
+  /** Anything an operator must know about the image (e.g. a user-supplied one). */
+  imageNote?: string;
+  /** Executables that must be on PATH for embedded (local) runs. */
+  localExecutables: readonly string[];
+  commands: Readonly<Record<string, CommandDefinition>>;
+  /** The command used when a step names none (single-command tools). */
+  defaultCommand?: string;
+  /** Parameter names holding input files (staged in, with their secondary files). */
+  fileParams: readonly string[];
+  /** zod schema of the `parameters` object, `${...}` references allowed in every string. */
+  inputSchema: z.ZodType<Record<string, unknown>>;
+}
+
+/** A parameter value that is only found wrong once references are resolved. */
+export class BuildError extends Error {
+  constructor(readonly param: string, message: string) {
+    super(message);
+    this.name = "BuildError";
+  }
+}
