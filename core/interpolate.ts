@@ -20,6 +20,9 @@ export type Segment =
   | { kind: "ref"; ref: Reference }
   | { kind: "invalid"; raw: string; reason: string };
 
+/** Parameters nested deeper than this are refused rather than walked. */
+export const MAX_DEPTH = 32;
+
 const INPUT_REF = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const STEP_REF = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)$/;
 
@@ -74,7 +77,7 @@ export interface FoundSegment { path: Array<string | number>; segment: Exclude<S
 
 /** Walks strings in a value (arrays and objects included) and returns every reference or malformed one. */
 export function findReferences(value: unknown, path: Array<string | number> = [], depth = 0): FoundSegment[] {
-  if (depth > 32) return [];
+  if (depth > MAX_DEPTH) return [{ path, segment: { kind: "invalid", raw: "", reason: `parameters are nested deeper than ${MAX_DEPTH} levels` } }];
   if (typeof value === "string") {
     return parseTemplate(value)
       .filter((s): s is Exclude<Segment, { kind: "text" }> => s.kind !== "text")
@@ -99,7 +102,7 @@ export interface InterpolationResult<T> { value: T; unresolved: string[] }
 export function interpolate<T>(value: T, resolve: Resolver): InterpolationResult<T> {
   const unresolved: string[] = [];
   const walk = (v: unknown, depth: number): unknown => {
-    if (depth > 32) return v;
+    if (depth > MAX_DEPTH) { unresolved.push(`(nested deeper than ${MAX_DEPTH} levels)`); return v; }
     if (typeof v === "string") return interpolateString(v, resolve, unresolved);
     if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
     if (v !== null && typeof v === "object") {

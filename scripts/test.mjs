@@ -3,7 +3,6 @@
 // It exists so that CI gets one plain closing line, `N passed, N failed, N skipped`, that
 // counts every assertion in every test file plus the lint and type-check gates, and so that
 // each skipped test is listed with its reason.
-/* eslint-env node */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { join } from "node:path";

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { ToolDefinition } from "./types.js";
-import { Stager, commonParams, extraArgs, invocation, oneOf, optEnum, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, commonParams, extraArgs, invocation, oneOf, optEnum, optStr, out, outputPath, program, stem } from "./params.js";
 
 const COMMANDS = ["table_annovar", "convert2annovar", "annotate_variation"] as const;
 const BUILDS = ["hg19", "hg38", "mm10", "mm39"] as const;

@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+/**
+ * The `operon` command. Subcommands grow with the service (serve, api-server, operator,
+ * keys, workspaces, run); each lives in its own module and returns an exit code. Errors are
+ * one clear line on stderr, never a stack trace.
+ */
+import { realpathSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { validateCommand, type CliIO } from "./validate.js";
+
+const HELP = `operon — bioinformatics pipelines as an HTTP API
+
+Usage:
+  operon validate FILE [--json]   Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)
+  operon tools [--json]           List the compute tools and their commands
+  operon --help                   Show this help
+
+Coming with the next releases: serve, api-server, operator, keys, workspaces, run.
+`;
+
+export async function main(argv: string[], io: CliIO): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (cmd === undefined || cmd === "--help" || cmd === "-h" || cmd === "help") { io.out(HELP.trimEnd()); return 0; }
+  try {
+    switch (cmd) {
+      case "validate": {
+        const { values, positionals } = parseArgs({ args: rest, options: { json: { type: "boolean", default: false } }, allowPositionals: true });
+        if (positionals.length > 1) { io.err("operon validate: give exactly one FILE"); return 2; }
+        return await validateCommand(positionals[0], values.json ?? false, io);
+      }
+      case "tools": {
+        const { values } = parseArgs({ args: rest, options: { json: { type: "boolean", default: false } } });
+        const { defaultCatalogue } = await import("../core/tools/index.js");
+        const list = defaultCatalogue.ids.map((id) => defaultCatalogue.get(id)).filter((t) => t !== undefined);
+        if (values.json) io.out(JSON.stringify(list.map((t) => ({ id: t.id, description: t.description, version: t.version, image: t.image, commands: Object.keys(t.commands) })), null, 2));
+        else for (const t of list) io.out(`${t.id.padEnd(12)} ${t.version.padEnd(10)} ${Object.keys(t.commands).join(", ")}`);
+        return 0;
+      }
+      default:
+        io.err(`operon: unknown command "${cmd}" (see operon --help)`);
+        return 2;
+    }
+  } catch (e) {
+    io.err(`operon ${cmd}: ${e instanceof Error ? e.message : String(e)}`);
+    return 2;
+  }
+}
+
+const io: CliIO = { out: (s) => process.stdout.write(s + "\n"), err: (s) => process.stderr.write(s + "\n") };
+// Run when executed directly (also through the npm bin symlink), not when imported by tests.
+const isEntry = process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+if (isEntry) {
+  main(process.argv.slice(2), io).then((code) => { process.exitCode = code; }, (e: unknown) => {
+    process.stderr.write(`operon: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 2;
+  });
+}

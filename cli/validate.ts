@@ -1,0 +1,53 @@
+/**
+ * `operon validate FILE [--json]`: checks a pipeline spec file with exactly the checks a run
+ * applies. Exit 0 when valid, 1 when invalid, 2 when the file cannot be read or parsed.
+ */
+import { open } from "node:fs/promises";
+import { MAX_SPEC_BYTES } from "../core/spec/schema.js";
+import { validateSpec } from "../core/spec/validate.js";
+import type { Issue } from "../core/issues.js";
+
+export interface CliIO { out(s: string): void; err(s: string): void }
+
+/** Reads at most MAX_SPEC_BYTES (+1 to detect larger files) and parses JSON. */
+export async function readSpecFile(path: string): Promise<{ ok: true; spec: unknown } | { ok: false; message: string }> {
+  let text: string;
+  try {
+    const fh = await open(path, "r");
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) return { ok: false, message: `${path}: not a regular file` };
+      if (st.size > MAX_SPEC_BYTES) return { ok: false, message: `${path}: ${st.size} bytes; spec files larger than 1 MB (${MAX_SPEC_BYTES} bytes) are not read` };
+      const buf = Buffer.alloc(MAX_SPEC_BYTES + 1);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      if (bytesRead > MAX_SPEC_BYTES) return { ok: false, message: `${path}: spec files larger than 1 MB (${MAX_SPEC_BYTES} bytes) are not read` };
+      text = buf.subarray(0, bytesRead).toString("utf8");
+    } finally {
+      await fh.close();
+    }
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return { ok: false, message: `${path}: cannot read (${code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : code ?? String(e)})` };
+  }
+  try {
+    return { ok: true, spec: JSON.parse(text.replace(/^\uFEFF/, "")) };
+  } catch (e) {
+    return { ok: false, message: `${path}: not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+  }
+}
+
+export async function validateCommand(file: string | undefined, json: boolean, io: CliIO): Promise<number> {
+  if (!file) { io.err("usage: operon validate FILE [--json]"); return 2; }
+  const read = await readSpecFile(file);
+  if (!read.ok) { io.err(`operon validate: ${read.message}`); return 2; }
+  const result = validateSpec(read.spec);
+  if (json) {
+    io.out(JSON.stringify(result, null, 2));
+  } else {
+    const line = (kind: string, i: Issue) => `  ${kind} ${i.path || "/"}: ${i.message} [${i.code}]`;
+    io.out(`${file}: ${result.valid ? "valid" : "invalid"} (${result.errors.length} error${result.errors.length === 1 ? "" : "s"}, ${result.warnings.length} warning${result.warnings.length === 1 ? "" : "s"})`);
+    for (const e of result.errors) io.out(line("error  ", e));
+    for (const w of result.warnings) io.out(line("warning", w));
+  }
+  return result.valid ? 0 : 1;
+}

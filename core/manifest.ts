@@ -1,0 +1,73 @@
+/**
+ * The run manifest, `run.json` (spec: "Run manifest"): the provenance record written when
+ * a run starts and updated when it ends. Enough to reproduce the run: the spec exactly as
+ * executed, concrete parameters, input checksums, and per step the tool version, image
+ * digest (or, in embedded mode, the executable's path and sha256), outputs with checksums.
+ * Checksums are lowercase hex SHA-256.
+ */
+import { z } from "zod";
+import { PipelineSpecSchema } from "./spec/schema.js";
+
+export const MANIFEST_SCHEMA_VERSION = 1;
+
+const iso = z.iso.datetime({ offset: true });
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "lowercase hex SHA-256");
+
+export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
+export const STEP_STATUSES = ["pending", "waiting", "running", "completed", "failed", "cancelled", "skipped"] as const;
+
+export const ManifestOutputFileSchema = z.object({
+  /** Path relative to the run folder (`outputFolder`). */
+  filename: z.string().min(1),
+  s3Key: z.string().min(1),
+  size: z.number().int().nonnegative(),
+  checksum: sha256,
+});
+
+export const ManifestStepSchema = z.object({
+  stepId: z.string(),
+  stepNumber: z.number().int().positive(),
+  toolName: z.string(),
+  toolVersion: z.string().nullable(),
+  /** Image digest in cluster mode; null in embedded mode (see `executable`). */
+  imageDigest: z.string().nullable(),
+  /** Kept for the spec's field list; Operon has no task definitions, so it holds the Job name or null. */
+  taskDefinitionArn: z.string().nullable(),
+  status: z.enum(STEP_STATUSES),
+  dependsOn: z.array(z.string()),
+  startedAt: iso.nullable(),
+  completedAt: iso.nullable(),
+  durationMs: z.number().nonnegative().nullable(),
+  outputFiles: z.array(ManifestOutputFileSchema),
+  error: z.string().optional(),
+  /** Operon additions: the subcommand, the argv as run, and (embedded mode) the executable. */
+  command: z.string().optional(),
+  argv: z.array(z.string()).optional(),
+  executable: z.object({ path: z.string(), sha256 }).optional(),
+});
+
+export const RunManifestSchema = z.object({
+  schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
+  executionId: z.string().min(1),
+  pipelineId: z.string(),
+  pipelineName: z.string(),
+  status: z.enum(RUN_STATUSES),
+  workspaceId: z.string().min(1),
+  organizationId: z.string().min(1),
+  /** Workspace-relative folder of the run, e.g. `pipelines/2026-11-21T22-40-05Z`. */
+  outputFolder: z.string().min(1),
+  startedAt: iso,
+  completedAt: iso.nullable(),
+  durationMs: z.number().nonnegative().nullable(),
+  stepsTotal: z.number().int().nonnegative(),
+  stepsCompleted: z.number().int().nonnegative(),
+  stepsFailed: z.number().int().nonnegative(),
+  parameters: z.record(z.string(), z.string()),
+  inputChecksums: z.record(z.string(), z.object({ s3Key: z.string(), checksum: sha256, size: z.number().int().nonnegative() })),
+  pipelineDefinition: PipelineSpecSchema,
+  steps: z.array(ManifestStepSchema),
+});
+
+export type RunManifest = z.infer<typeof RunManifestSchema>;
+export type ManifestStep = z.infer<typeof ManifestStepSchema>;
+export type ManifestOutputFile = z.infer<typeof ManifestOutputFileSchema>;
