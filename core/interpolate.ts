@@ -32,22 +32,23 @@ export function parseTemplate(s: string): Segment[] {
   let text = "";
   let i = 0;
   while (i < s.length) {
-    if (s.startsWith("$${", i)) { text += "${"; i += 3; continue; }
-    if (s.startsWith("${", i)) {
-      const end = s.indexOf("}", i + 2);
-      if (text) { out.push({ kind: "text", text }); text = ""; }
-      if (end < 0) {
-        out.push({ kind: "invalid", raw: s.slice(i), reason: "unterminated reference: `${` without a closing `}` (write `$${` for a literal `${`)" });
-        return out;
-      }
-      const body = s.slice(i + 2, end);
-      const raw = s.slice(i, end + 1);
-      out.push(parseBody(body, raw));
-      i = end + 1;
+    const j = s.indexOf("${", i);
+    if (j < 0) { text += s.slice(i); break; }
+    if (j > i && s.charCodeAt(j - 1) === 36 /* $ */) {
+      // `$${` is an escaped literal `${`.
+      text += s.slice(i, j - 1) + "${";
+      i = j + 2;
       continue;
     }
-    text += s[i];
-    i++;
+    text += s.slice(i, j);
+    if (text) { out.push({ kind: "text", text }); text = ""; }
+    const end = s.indexOf("}", j + 2);
+    if (end < 0) {
+      out.push({ kind: "invalid", raw: s.slice(j), reason: "unterminated reference: `${` without a closing `}` (write `$${` for a literal `${`)" });
+      return out;
+    }
+    out.push(parseBody(s.slice(j + 2, end), s.slice(j, end + 1)));
+    i = end + 1;
   }
   if (text) out.push({ kind: "text", text });
   return out;
@@ -76,18 +77,24 @@ export function hasReferences(s: string): boolean {
 export interface FoundSegment { path: Array<string | number>; segment: Exclude<Segment, { kind: "text" }> }
 
 /** Walks strings in a value (arrays and objects included) and returns every reference or malformed one. */
-export function findReferences(value: unknown, path: Array<string | number> = [], depth = 0): FoundSegment[] {
-  if (depth > MAX_DEPTH) return [{ path, segment: { kind: "invalid", raw: "", reason: `parameters are nested deeper than ${MAX_DEPTH} levels` } }];
-  if (typeof value === "string") {
-    return parseTemplate(value)
-      .filter((s): s is Exclude<Segment, { kind: "text" }> => s.kind !== "text")
-      .map((segment) => ({ path, segment }));
-  }
-  if (Array.isArray(value)) return value.flatMap((v, i) => findReferences(v, [...path, i], depth + 1));
-  if (value !== null && typeof value === "object") {
-    return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => findReferences(v, [...path, k], depth + 1));
-  }
-  return [];
+export function findReferences(value: unknown, path: Array<string | number> = []): FoundSegment[] {
+  const found: FoundSegment[] = [];
+  const walk = (v: unknown, depth: number): void => {
+    if (depth > MAX_DEPTH) {
+      found.push({ path: path.slice(), segment: { kind: "invalid", raw: "", reason: `parameters are nested deeper than ${MAX_DEPTH} levels` } });
+      return;
+    }
+    if (typeof v === "string") {
+      if (!v.includes("${")) return;
+      for (const segment of parseTemplate(v)) if (segment.kind !== "text") found.push({ path: path.slice(), segment });
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) { path.push(i); walk(v[i], depth + 1); path.pop(); }
+    } else if (v !== null && typeof v === "object") {
+      for (const k of Object.keys(v)) { path.push(k); walk((v as Record<string, unknown>)[k], depth + 1); path.pop(); }
+    }
+  };
+  walk(value, 0);
+  return found;
 }
 
 /** Resolves a reference to its value, or undefined when it cannot be resolved. */

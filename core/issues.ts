@@ -20,9 +20,12 @@ export interface ValidationResult {
 
 /** Builds a JSON pointer from path segments, escaping `~` and `/` as RFC 6901 requires. */
 export function pointer(...segments: ReadonlyArray<string | number | symbol>): string {
-  return segments
-    .map((s) => "/" + String(s).replace(/~/g, "~0").replace(/\//g, "~1"))
-    .join("");
+  let out = "";
+  for (const seg of segments) {
+    const s = String(seg);
+    out += "/" + (s.includes("~") || s.includes("/") ? s.replace(/~/g, "~0").replace(/\//g, "~1") : s);
+  }
+  return out;
 }
 
 /** Collects issues in the order found; `result()` freezes them into a ValidationResult. */
