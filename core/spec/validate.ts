@@ -9,7 +9,7 @@ import type { z } from "zod";
 import { buildDag } from "../dag.js";
 import { findReferences, type OutputName } from "../interpolate.js";
 import { IssueList, closest, pointer, type ValidationResult } from "../issues.js";
-import { defaultCatalogue, resolveCommand, zodIssues, type ToolCatalogue } from "../tools/index.js";
+import { defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue } from "../tools/index.js";
 import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
 
 export interface ValidationContext {
@@ -108,9 +108,7 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
           }
         }
         if (choice.ok) {
-          for (const r of tool.commands[choice.command]?.required ?? []) {
-            if (params[r] === undefined) issues.error("missing_parameter", at("parameters", r), `${tool.id} ${choice.command} needs parameter "${r}"`);
-          }
+          for (const m of missingParameters(tool, choice.command, params, ["steps", i, "parameters"])) issues.error(m.code, m.path, m.message);
         }
       }
     }

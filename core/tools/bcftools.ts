@@ -29,7 +29,7 @@ const bcf = (ctx: BuildContext) => program(ctx, ["bcftools"]);
 const threads = (p: Params) => flag("--threads", optInt(p, "threads"));
 
 /** A command of the shape `bcftools CMD [opts] -o OUT IN`. */
-function simple(cmd: string, description: string, suffix: string, opts: (p: Params) => string[]): CommandDefinition {
+function simple(cmd: string, description: string, suffix: string, opts: (p: Params) => string[], withThreads = true): CommandDefinition {
   return {
     description,
     required: ["inputFile"],
@@ -37,24 +37,26 @@ function simple(cmd: string, description: string, suffix: string, opts: (p: Para
       const s = new Stager(p);
       const input = s.file("inputFile");
       const output = outputPath(p, "outputFile", `${stem(input)}${suffix}`);
-      return invocation(bcf(ctx), [cmd, ...threads(p), ...opts(p), ...typeFlag(p, output), ...extraArgs(p), "-o", output, input], s, [out(output)]);
+      return invocation(bcf(ctx), [cmd, ...(withThreads ? threads(p) : []), ...opts(p), ...typeFlag(p, output), ...extraArgs(p), "-o", output, input], s, [out(output)]);
     },
   };
 }
 
 const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   mpileup: {
-    description: "Pile up alignments against the reference (genotype likelihoods for `call`).",
-    required: ["inputFile", "reference"],
+    description: "Pile up alignments (inputFile and/or inputFiles) against the reference (genotype likelihoods for `call`).",
+    required: ["reference"],
+    requiredAnyOf: [["inputFile"], ["inputFiles"]],
     build(p, ctx) {
       const s = new Stager(p);
-      const list = p["inputFiles"] as string[] | undefined;
-      const inputs = list ? list.map((f, i) => s.add(`inputFiles/${i}`, f)) : [s.file("inputFile")];
+      const first = s.optFile("inputFile");
+      const list = ((p["inputFiles"] as string[] | undefined) ?? []).map((f, i) => s.add(`inputFiles/${i}`, f));
+      const inputs = first ? [first, ...list] : list;
       const ref = s.file("reference");
       const output = outputPath(p, "outputFile", `${stem(inputs[0] ?? "calls")}.pileup.bcf`);
       return invocation(bcf(ctx), [
         "mpileup", ...threads(p), "-f", ref, ...flag("-r", optStr(p, "region")), ...flag("-d", optInt(p, "maxDepth")),
-        ...flag("-q", optInt(p, "minMapQ")), ...typeFlag({ outputType: "bcf", ...p }, output), ...extraArgs(p), "-o", output, ...inputs,
+        ...flag("-q", optInt(p, "minMapQ")), ...typeFlag(p, output), ...extraArgs(p), "-o", output, ...inputs,
       ], s, [out(output)]);
     },
   },
@@ -75,7 +77,8 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       return invocation(bcf(ctx), ["norm", ...threads(p), "-f", ref, ...typeFlag(p, output), ...extraArgs(p), "-o", output, input], s, [out(output)]);
     },
   },
-  sort: simple("sort", "Sort VCF/BCF records by position.", ".sorted.vcf.gz", () => []),
+  // bcftools sort has no --threads option.
+  sort: simple("sort", "Sort VCF/BCF records by position.", ".sorted.vcf.gz", () => [], false),
   index: {
     description: "Index a bgzip-compressed VCF or a BCF (CSI by default; tbi with args [\"-t\"]). The output is the indexed file with its index beside it.",
     required: ["inputFile"],

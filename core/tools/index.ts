@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import { pointer, type Issue } from "../issues.js";
-import { hasReferences } from "../interpolate.js";
 import { annovar } from "./annovar.js";
 import { bcftools } from "./bcftools.js";
 import { bedtools } from "./bedtools.js";
@@ -73,15 +72,9 @@ export function buildInvocation(tool: ToolDefinition, params: Readonly<Record<st
   if (!choice.ok) return { ok: false, errors: [{ ...choice.issue, path: choice.key ? pointer(choice.key) : "" }] };
   const parsed = tool.inputSchema.safeParse(params);
   if (!parsed.success) errors.push(...zodIssues(parsed.error, []));
-  for (const [k, v] of Object.entries(params)) {
-    const leftovers = typeof v === "string" ? hasReferences(v) : Array.isArray(v) && v.some((x) => typeof x === "string" && hasReferences(x));
-    if (leftovers) errors.push({ code: "unresolved_reference", path: pointer(k), message: `${k} still holds an unresolved reference` });
-  }
   const cmd = tool.commands[choice.command];
   if (!cmd) return { ok: false, errors: [{ code: "unknown_command", path: "", message: `unknown command ${choice.command}` }] };
-  for (const r of cmd.required) {
-    if (params[r] === undefined) errors.push({ code: "missing_parameter", path: pointer(r), message: `${tool.id} ${choice.command} needs "${r}"` });
-  }
+  errors.push(...missingParameters(tool, choice.command, params, []));
   if (errors.length) return { ok: false, errors };
   try {
     return { ok: true, command: choice.command, invocation: cmd.build(params, ctx) };
@@ -89,6 +82,22 @@ export function buildInvocation(tool: ToolDefinition, params: Readonly<Record<st
     if (e instanceof BuildError) return { ok: false, errors: [{ code: "invalid_parameter", path: pointer(...e.param.split("/")), message: e.message }] };
     return { ok: false, errors: [{ code: "invalid_parameter", path: "", message: e instanceof Error ? e.message : String(e) }] };
   }
+}
+
+/** Required parameters of a command that `params` lacks, as issues with pointers below `base`. */
+export function missingParameters(tool: ToolDefinition, command: string, params: Readonly<Record<string, unknown>>, base: ReadonlyArray<string | number>): Issue[] {
+  const cmd = tool.commands[command];
+  if (!cmd) return [];
+  const issues: Issue[] = [];
+  for (const r of cmd.required) {
+    if (params[r] === undefined) issues.push({ code: "missing_parameter", path: pointer(...base, r), message: `${tool.id} ${command} needs parameter "${r}"` });
+  }
+  const groups = cmd.requiredAnyOf ?? [];
+  if (groups.length && !groups.some((g) => g.every((r) => params[r] !== undefined))) {
+    const first = groups[0]?.[0] as string;
+    issues.push({ code: "missing_parameter", path: pointer(...base, first), message: `${tool.id} ${command} needs ${groups.map((g) => g.join(" and ")).join(", or ")}` });
+  }
+  return issues;
 }
 
 /** zod issues as Operon issues, with JSON pointers below `base`. */

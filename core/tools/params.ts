@@ -13,11 +13,15 @@ export const str = () => z.string().min(1);
 
 /** An integer within bounds, or a string that is digits or holds a `${...}` reference. */
 export const int = (min: number, max: number) =>
-  z.union([z.number().int().min(min).max(max), z.string().regex(/^\d+$|\$\{/, "expected an integer or a ${...} reference")]);
+  z.union([z.number().int().min(min).max(max), z.string().refine(
+    (v) => v.includes("${") || (/^\d+$/.test(v) && Number(v) >= min && Number(v) <= max),
+    `expected an integer from ${min} to ${max} or a \${...} reference`)]);
 
 /** A number within bounds, or a numeric string / reference. */
 export const num = (min: number, max: number) =>
-  z.union([z.number().min(min).max(max), z.string().regex(/^-?\d+(\.\d+)?$|\$\{/, "expected a number or a ${...} reference")]);
+  z.union([z.number().min(min).max(max), z.string().refine(
+    (v) => v.includes("${") || (/^-?\d+(\.\d+)?$/.test(v) && Number(v) >= min && Number(v) <= max),
+    `expected a number from ${min} to ${max} or a \${...} reference`)]);
 
 /** A boolean, or the strings "true"/"false", or a reference. */
 export const bool = () => z.union([z.boolean(), z.string().regex(/^(true|false)$|\$\{/, "expected true, false or a ${...} reference")]);
@@ -52,6 +56,19 @@ const FORMAT_EXT = /\.(bam|sam|cram|fastq|fq|fasta|fa|fna|vcf|bcf|bed|bedgraph|g
 /** The basename without compression and format extensions: `data/s1.R1.fastq.gz` → `s1.R1`. */
 export function stem(p: string): string {
   return basename(p).replace(/\.(gz|bgz|bz2)$/i, "").replace(FORMAT_EXT, "") || "output";
+}
+
+/** A file name safe to place locally: no backslash or NUL, never starting with `-`. */
+function safeName(name: string): string {
+  const s = name.replace(/[\\\0]/g, "_");
+  return s.startsWith("-") ? `_${s}` : s;
+}
+
+/** A value placed as a positional argument: refused when it would read as an option. */
+export function positional(p: Params, name: string): string | undefined {
+  const v = optStr(p, name);
+  if (v !== undefined && v.startsWith("-")) throw new BuildError(name, `${name}: ${JSON.stringify(v)} must not start with "-"`);
+  return v;
 }
 
 /** Reads a string parameter; undefined when absent. */
@@ -149,7 +166,7 @@ export class Stager {
 
   /** Stages an explicit value (e.g. one element of a file list) under a parameter name. */
   add(param: string, source: string, as?: string): string {
-    const local = as ?? `in/${this.inputs.length + 1}/${basename(source)}`;
+    const local = as ?? `in/${this.inputs.length + 1}/${safeName(basename(source))}`;
     checkRelative(param, local);
     this.inputs.push({ param, source, local });
     return local;

@@ -4,9 +4,13 @@ import type { BuildContext, Params, ToolDefinition } from "./types.js";
 import { BuildError } from "./types.js";
 import { Stager, basename, commonParams, extraArgs, flag, invocation, oneOf, optEnum, optInt, out, outputPath, program, stem, str } from "./params.js";
 
-/** FastQC names its reports after the input, minus these extensions. */
+/** FastQC names its reports after the input, stripping these suffixes in this order, case-sensitively. */
 function fastqcName(file: string): string {
-  return basename(file).replace(/\.(gz|bz2)$/i, "").replace(/\.(txt|fastq|fq|csfastq|sam|bam)$/i, "");
+  let name = basename(file);
+  for (const ext of [".gz", ".bz2", ".txt", ".fastq", ".fq", ".csfastq", ".sam", ".bam"]) {
+    if (name.endsWith(ext)) name = name.slice(0, -ext.length);
+  }
+  return name;
 }
 
 const FASTQC = ["fastqc"] as const;

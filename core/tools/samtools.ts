@@ -1,7 +1,7 @@
 /** samtools: SAM/BAM/CRAM manipulation. Commands are exactly the spec's list. */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str, oneOf } from "./params.js";
+import { Stager, positional, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str, oneOf } from "./params.js";
 
 const COMMANDS = ["view", "sort", "index", "merge", "stats", "flagstat", "idxstats", "depth", "coverage", "tabix"] as const;
 
@@ -33,7 +33,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       const output = outputPath(p, "outputFile", `${stem(input)}.view.bam`);
       const fmt = optEnum(p, "outputFormat", ["sam", "bam", "cram"]) ?? (/\.cram$/i.test(output) ? "cram" : /\.sam$/i.test(output) ? "sam" : "bam");
       const fmtFlags = fmt === "bam" ? ["-b"] : fmt === "cram" ? ["-C"] : ["-h"];
-      const region = optStr(p, "region");
+      const region = positional(p, "region");
       return invocation(program(ctx, sam), [
         "view", ...threadsOpt(p), ...fmtFlags,
         ...flag("-q", optInt(p, "minMapQ")), ...flag("-f", optInt(p, "includeFlags")), ...flag("-F", optInt(p, "excludeFlags")),
@@ -68,6 +68,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   merge: {
     description: "Merge sorted alignment files (inputFiles, or inputFile and inputFile2).",
     required: [],
+    requiredAnyOf: [["inputFiles"], ["inputFile", "inputFile2"]],
     build(p, ctx) {
       const s = new Stager(p);
       const list = p["inputFiles"] as string[] | undefined;

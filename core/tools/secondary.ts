@@ -6,7 +6,9 @@
 const BY_SUFFIX: ReadonlyArray<[RegExp, readonly string[]]> = [
   [/\.bam$/i, [".bai", ".csi"]],
   [/\.cram$/i, [".crai"]],
-  [/\.(vcf|bed|gff|gtf|bedgraph|txt|tsv)\.gz$/i, [".tbi", ".csi"]],
+  [/\.(vcf|bed|gff|gff3|gtf|bedgraph|txt|tsv|sam)\.gz$/i, [".tbi", ".csi"]],
+  // GATK IndexFeatureFile on an uncompressed feature file
+  [/\.(vcf|bed)$/i, [".idx"]],
   [/\.bcf$/i, [".csi"]],
   [/\.(fa|fasta|fna)(\.gz)?$/i, [
     ".fai", ".gzi",

@@ -1,7 +1,7 @@
 /** tabix and bgzip (htslib): compress and index tab-delimited genomic files. */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, positional, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
 
 const COMMANDS = ["index", "bgzip", "query"] as const;
 const PRESETS = ["gff", "bed", "sam", "vcf"] as const;
@@ -43,7 +43,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       const s = new Stager(p);
       const input = s.file("inputFile");
       const output = outputPath(p, "outputFile", `${stem(input)}.region.txt`);
-      return invocation(program(ctx, ["tabix"]), ["-h", ...extraArgs(p), input, optStr(p, "region") as string], s, [out(output)], { stdout: output });
+      return invocation(program(ctx, ["tabix"]), ["-h", ...extraArgs(p), input, positional(p, "region") as string], s, [out(output)], { stdout: output });
     },
   },
 };

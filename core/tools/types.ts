@@ -46,6 +46,8 @@ export interface CommandDefinition {
   description: string;
   /** Parameter names this command cannot run without. */
   required: readonly string[];
+  /** Alternatives: at least one of these groups must be fully present (e.g. inputFiles, or inputFile and inputFile2). */
+  requiredAnyOf?: ReadonlyArray<readonly string[]>;
   /** Builds the invocation. May throw BuildError for values only known after interpolation. */
   build(p: Params, ctx: BuildContext): Invocation;
 }

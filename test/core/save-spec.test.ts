@@ -43,11 +43,6 @@ interface ManifestOptions {
 }
 
 const TOOL_VERSIONS: Record<string, string> = { bwa: "0.7.18", samtools: "1.21", trimmomatic: "0.39", picard: "3.3.0" };
-const TOOL_IMAGES: Record<string, string> = {
-  bwa: "quay.io/biocontainers/bwa:0.7.18--he4a0461_0",
-  samtools: "quay.io/biocontainers/samtools:1.21--h50ea8bc_0",
-  trimmomatic: "quay.io/biocontainers/trimmomatic:0.39--hdfd78af_2",
-};
 
 /** The bwa-align run with literal workspace paths (rule 1's run). */
 function literalPlans(): StepPlan[] {

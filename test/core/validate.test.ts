@@ -112,7 +112,7 @@ const cases: Case[] = [
   miss("invalid_type", "empty object is an object (missing steps instead)", undefined, { spec: {}, clean: false }),
   miss("invalid_type", "the base spec", () => {}),
 
-  hit("missing_steps", "steps deleted", (s) => { delete s.steps; }, "/steps", { message: /steps is required/ }),
+  hit("missing_steps", "steps deleted", (s) => { delete (s as Partial<Spec>).steps; }, "/steps", { message: /steps is required/ }),
   miss("missing_steps", "steps: null is the wrong type, not missing", (s) => { s.steps = null as never; }, { clean: false }),
   miss("missing_steps", "steps present", () => {}),
 
@@ -245,7 +245,10 @@ const cases: Case[] = [
     "/steps/2/parameters/samtoolsCommand", { valid_values: SAMTOOLS_COMMANDS }),
   hit("unknown_command", "bwa lists its own commands", (s) => { params(s, 1).command = "align"; }, "/steps/1/parameters/command",
     { valid_values: ["index", "mem"] }),
-  ...SAMTOOLS_COMMANDS.map((cmd) => miss("unknown_command", `samtools ${cmd}`, (s) => { params(s, 2).samtoolsCommand = cmd; })),
+  ...SAMTOOLS_COMMANDS.map((cmd) => miss("unknown_command", `samtools ${cmd}`, (s) => {
+    params(s, 2).samtoolsCommand = cmd;
+    if (cmd === "merge") params(s, 2).inputFile2 = "other.sorted.bam";
+  })),
   miss("unknown_command", "bwaCommand spelling", (s) => { delete params(s, 1).command; params(s, 1).bwaCommand = "mem"; }),
 
   hit("missing_command", "bwa without a command", (s) => { delete params(s, 1).command; }, "/steps/1/parameters",
@@ -495,33 +498,42 @@ t.test("JSON pointers escape / as ~1 and ~ as ~0", async (t) => {
   for (const e of r.errors) t.ok(resolves(s, parentOf(e.path)), `the parent of ${e.path} exists`);
 });
 
-// ---------- validator bugs (todo until fixed; drop `todo` to make them hard failures) ----------
+// ---------- validator bugs ----------
+// Each assertion below fails today and is marked `todo` so that the suite stays green while the
+// failure stays visible in the output ("not ok ... # TODO"). Drop the `todo` once the bug is fixed.
 
-t.test("BUG: a repeated unknown dependency is reported at every index", { todo: "unknown_dependency uses indexOf, so the second \"nope\" is reported at /0 again and deduped away" }, async (t) => {
+const BUG_REPEATED_DEP = "BUG: unknown_dependency finds the index with indexOf, so a repeated unknown name is reported at its first index twice and deduplicated";
+const BUG_ESCAPED = "BUG: typed parameters (int/bool/oneOf in core/tools/params.ts) accept any string containing `${`, even the escaped literal `$${`";
+const BUG_DUPLICATE_STEP = "BUG: a step with a duplicate stepId is left out of the graph: its unknown dependency is unreported and its references see no ancestors";
+
+t.test("bug: a repeated unknown dependency is reported at every index", async (t) => {
   const s = base();
   step(s, 2).dependsOn = ["align", "nope", "nope"];
   const paths = validateSpec(s).errors.filter((e) => e.code === "unknown_dependency").map((e) => e.path);
-  t.same(paths, ["/steps/2/dependsOn/1", "/steps/2/dependsOn/2"]);
+  t.ok(paths.includes("/steps/2/dependsOn/1"), "the first nope is reported");
+  t.same(paths, ["/steps/2/dependsOn/1", "/steps/2/dependsOn/2"], "both entries are reported", { todo: BUG_REPEATED_DEP });
 });
 
-t.test("BUG: an escaped literal $${x} is not accepted as a reference by typed parameters", { todo: "params.ts int/bool/oneOf accept any string containing `${`, escaped or not" }, async (t) => {
+t.test("bug: an escaped literal $${x} is not a reference, so typed parameters reject it", async (t) => {
   const s = base();
   Object.assign(params(s, 2), { threads: "$${x}", byName: "$${y}", outputFormat: "$${z}" });
   const r = validateSpec(s);
-  t.equal(r.valid, false);
+  t.equal(r.valid, false, "the spec is invalid", { todo: BUG_ESCAPED });
   for (const k of ["threads", "byName", "outputFormat"]) {
-    t.ok(r.errors.some((e) => e.code === "invalid_parameter" && e.path === `/steps/2/parameters/${k}`), k, { errors: r.errors });
+    t.ok(r.errors.some((e) => e.code === "invalid_parameter" && e.path === `/steps/2/parameters/${k}`), `invalid_parameter at ${k}`, { todo: BUG_ESCAPED });
   }
 });
 
-t.test("BUG: a step with a duplicate stepId still has its dependsOn and references checked correctly", { todo: "the duplicate is left out of the graph: its unknown dependency is not reported and its references see no ancestors" }, async (t) => {
+t.test("bug: a step with a duplicate stepId still has its dependsOn and references checked", async (t) => {
   const s = base();
   s.steps.push({ stepId: "sort", toolName: "samtools", dependsOn: ["align", "zzz"],
     parameters: { command: "flagstat", inputFile: "${align.outputFile}", outputFile: "aligned.flagstat.txt" } });
   const r = validateSpec(s);
-  t.ok(r.errors.some((e) => e.code === "duplicate_step_id" && e.path === "/steps/3/stepId"));
-  t.ok(r.errors.some((e) => e.code === "unknown_dependency" && e.path === "/steps/3/dependsOn/1"), "zzz reported", { errors: r.errors });
-  t.notOk(r.errors.some((e) => e.code === "reference_not_in_depends_on"), "align is in its dependsOn", { errors: r.errors });
+  t.ok(r.errors.some((e) => e.code === "duplicate_step_id" && e.path === "/steps/3/stepId"), "duplicate_step_id");
+  t.ok(r.errors.some((e) => e.code === "unknown_dependency" && e.path === "/steps/3/dependsOn/1"), "zzz is reported",
+    { todo: BUG_DUPLICATE_STEP });
+  t.notOk(r.errors.some((e) => e.code === "reference_not_in_depends_on"), "align is in its dependsOn, so no reference_not_in_depends_on",
+    { todo: BUG_DUPLICATE_STEP });
 });
 
 // ---------- properties ----------
@@ -593,12 +605,12 @@ t.test("property: never throws, returns arrays and well-formed issues for loosel
 
 t.test("property: deterministic, and the input is left unchanged", async (t) => {
   fc.assert(fc.property(fc.oneof(looseSpecArb, fc.jsonValue()), (v) => {
-    // Compared as JSON text: a structured clone would drop null prototypes that fc.jsonValue() can produce.
+    // Compared as JSON text, not as a structured clone: fc.jsonValue() can produce null-prototype
+    // objects, which neither a clone nor a JSON round trip keeps exactly.
     const snapshot = JSON.stringify(v);
-    const a = validateSpec(v);
-    const b = validateSpec(v);
-    const c = validateSpec(JSON.parse(snapshot));
-    return JSON.stringify(v) === snapshot && isDeepStrictEqual(a, b) && isDeepStrictEqual(a, c);
+    const same = isDeepStrictEqual(validateSpec(v), validateSpec(v));
+    const parsedTwice = isDeepStrictEqual(validateSpec(JSON.parse(snapshot)), validateSpec(JSON.parse(snapshot)));
+    return same && parsedTwice && JSON.stringify(v) === snapshot;
   }), { numRuns: 500 });
   t.pass();
 });
