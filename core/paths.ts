@@ -11,7 +11,7 @@ export function normalizeWorkspacePath(input: string): PathResult {
   if (typeof input !== "string" || input.length === 0) return { ok: false, reason: "path is empty" };
   if (input.length > 1024) return { ok: false, reason: "path is longer than 1024 characters" };
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(input)) return { ok: false, reason: "path contains a control character" };
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(input)) return { ok: false, reason: "path contains a control character" };
   if (input.includes("\\")) return { ok: false, reason: "path contains a backslash" };
   if (input.startsWith("/")) return { ok: false, reason: "path must be relative to the workspace" };
   const segs = input.split("/");

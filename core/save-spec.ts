@@ -9,7 +9,7 @@
  *  5. What needs review comes back as warnings: file lists left as literals, a failed run.
  * Pure: the caller supplies the time and the ids of the built-in pipelines.
  */
-import { escapeLiteral, findReferences, parseTemplate, type OutputName } from "./interpolate.js";
+import { escapeLiteral, findReferences, hasReferences, parseTemplate, type OutputName } from "./interpolate.js";
 import { pointer, type Issue } from "./issues.js";
 import type { RunManifest } from "./manifest.js";
 import { SPEC_VERSION, type PipelineInput, type PipelineSpec, type PipelineStep } from "./spec/schema.js";
@@ -73,8 +73,9 @@ export function extractSpec(manifest: RunManifest, options: ExtractOptions): Ext
   const fileInputFor = (value: string, suggested: string): string => {
     const existing = fileInputByValue.get(value);
     if (existing) return existing;
-    let name = suggested.replace(/[^A-Za-z0-9_]/g, "_").replace(/^([^A-Za-z_])/, "_$1");
-    for (let n = 2; used.has(name) || declared.has(name) || stepIds.has(name); n++) name = `${suggested.replace(/[^A-Za-z0-9_]/g, "_")}_${n}`;
+    const base = suggested.replace(/[^A-Za-z0-9_]/g, "_").replace(/^([^A-Za-z_])/, "_$1");
+    let name = base;
+    for (let n = 2; used.has(name) || declared.has(name) || stepIds.has(name); n++) name = `${base}_${n}`;
     used.set(name, { name, type: "file", description: `File read by the source run (${value})` });
     previousValues[name] = value;
     fileInputByValue.set(value, name);
@@ -90,26 +91,41 @@ export function extractSpec(manifest: RunManifest, options: ExtractOptions): Ext
       params[key] = rewrite(key, value);
     }
     function rewrite(key: string, value: unknown): unknown {
+      // Keep references to declared inputs (and the inputs with them), wherever they sit.
+      for (const { segment } of findReferences(value)) if (segment.kind === "ref" && segment.ref.kind === "input") keepInput(segment.ref.name);
       if (typeof value === "string") {
-        // Keep references to declared inputs (and the inputs with them).
-        for (const { segment } of findReferences(value)) if (segment.kind === "ref" && segment.ref.kind === "input") keepInput(segment.ref.name);
-        if (value.includes("${")) return value;
-        const p = produced.get(value);
-        if (p && p.stepId !== step.stepId && p.position < OUTPUT_NAMES.length) {
-          if (!deps.has(p.stepId)) deps.add(p.stepId);
-          return `\${${p.stepId}.${OUTPUT_NAMES[p.position] as OutputName}}`;
-        }
+        if (hasReferences(value)) return value;
+        const wired = wireProduced(key, value);
+        if (wired !== undefined) return wired;
         if (fileParams.has(key)) return `\${${fileInputFor(value, `${step.stepId}_${key}`)}}`;
         return value;
       }
       if (Array.isArray(value)) {
-        if (fileParams.has(key) && value.some((v) => typeof v === "string" && !v.includes("${"))) {
-          warnings.push({ code: "file_list_literal", path: pointer("steps", i, "parameters", key), message: `${key} lists files literally; they stay as written and are not inputs — review before re-running` });
-          return value;
+        let literalFiles = false;
+        const list = value.map((v) => {
+          if (typeof v !== "string" || hasReferences(v)) return v;
+          const wired = wireProduced(key, v);
+          if (wired !== undefined) return wired;
+          if (fileParams.has(key)) literalFiles = true;
+          return v;
+        });
+        if (literalFiles) {
+          warnings.push({ code: "file_list_literal", path: pointer("steps", i, "parameters", key), message: `${key} lists workspace files literally; they stay as written and are not inputs — review before re-running` });
         }
-        return value.map((v) => (typeof v === "string" && produced.has(v) ? rewrite(key, v) : v));
+        return list;
       }
       return value;
+    }
+    /** A file an earlier step produced, as `${stepId.outputFile}`; undefined when it is not one. */
+    function wireProduced(key: string, value: string): string | undefined {
+      const p = produced.get(value);
+      if (!p || p.stepId === step.stepId) return undefined;
+      if (p.position >= OUTPUT_NAMES.length) {
+        warnings.push({ code: "literal_output_reference", path: pointer("steps", i, "parameters", key), message: `${key} reads output ${p.position + 1} of step "${p.stepId}", which has no \${...} name; it stays a literal path of the source run — review before re-running` });
+        return value;
+      }
+      deps.add(p.stepId);
+      return `\${${p.stepId}.${OUTPUT_NAMES[p.position] as OutputName}}`;
     }
     const out: PipelineStep = { ...step, parameters: params };
     if (deps.size) out.dependsOn = [...deps];

@@ -69,12 +69,15 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
   const nodes = steps.flatMap((s) => isObject(s) && typeof s.stepId === "string"
     ? [{ stepId: s.stepId, dependsOn: asArray(s.dependsOn).filter((d): d is string => typeof d === "string") }] : []);
   const dag = buildDag(nodes);
-  for (const m of dag.missing) {
-    const i = stepIndex.get(m.stepId) as number;
-    const rawIndex = asArray((steps[i] as Json).dependsOn).indexOf(m.dep);
-    issues.error("unknown_dependency", pointer("steps", i, "dependsOn", rawIndex < 0 ? m.index : rawIndex),
-      `dependsOn names "${m.dep}", which is not a step${hint(m.dep, stepIndex.keys())}`);
-  }
+  // Checked on every step's own list, so duplicates and steps with a repeated stepId are covered too.
+  steps.forEach((s, i) => {
+    if (!isObject(s)) return;
+    asArray(s.dependsOn).forEach((dep, j) => {
+      if (typeof dep === "string" && !stepIndex.has(dep)) {
+        issues.error("unknown_dependency", pointer("steps", i, "dependsOn", j), `dependsOn names "${dep}", which is not a step${hint(dep, stepIndex.keys())}`);
+      }
+    });
+  });
   for (const cycle of dag.cycles()) {
     const first = cycle[0] as string;
     issues.error("dependency_cycle", pointer("steps", stepIndex.get(first) as number, "dependsOn"),
@@ -124,12 +127,19 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
       const v = params[key];
       if (typeof v !== "string") continue;
       const other = literalOutputs.get(v);
-      if (other !== undefined) issues.warn("duplicate_output", at("parameters", name), `${name} ${JSON.stringify(v)} is also written by step "${other}"; the later step overwrites it`);
+      if (other !== undefined && other === s.stepId) issues.warn("duplicate_output", at("parameters", name), `${name} ${JSON.stringify(v)} is the same file as this step's other output`);
+      else if (other !== undefined) issues.warn("duplicate_output", at("parameters", name), `${name} ${JSON.stringify(v)} is also written by step "${other}"; the later step overwrites it`);
       else if (typeof s.stepId === "string") literalOutputs.set(v, s.stepId);
     }
 
     const self = typeof s.stepId === "string" ? s.stepId : undefined;
-    const ancestors = self !== undefined && stepIndex.get(self) === i ? dag.ancestors(self) : new Set<string>();
+    // From this step's own dependsOn (not the graph node), so a step with a repeated stepId is checked too.
+    const ancestors = new Set<string>();
+    for (const d of asArray(s.dependsOn)) {
+      if (typeof d !== "string" || !stepIndex.has(d)) continue;
+      ancestors.add(d);
+      for (const a of dag.ancestors(d)) ancestors.add(a);
+    }
     for (const { path, segment } of findReferences(params, ["steps", i, "parameters"])) {
       const where = pointer(...path);
       if (segment.kind === "invalid") {

@@ -4,9 +4,11 @@
  * argv builders use to read validated parameters. Nothing here builds a shell string.
  */
 import { z } from "zod";
+import { hasReferences } from "../interpolate.js";
 import { BuildError, type BuildContext, type Invocation, type OutputFile, type Params, type StagedInput } from "./types.js";
 
-const REF = /\$\{/;
+/** True when the string holds a real `${...}` reference (an escaped `$${` does not count). */
+const isRef = (v: string): boolean => v.includes("${") && hasReferences(v);
 
 /** A non-empty string (a path, a name); references allowed. */
 export const str = () => z.string().min(1);
@@ -14,21 +16,21 @@ export const str = () => z.string().min(1);
 /** An integer within bounds, or a string that is digits or holds a `${...}` reference. */
 export const int = (min: number, max: number) =>
   z.union([z.number().int().min(min).max(max), z.string().refine(
-    (v) => v.includes("${") || (/^\d+$/.test(v) && Number(v) >= min && Number(v) <= max),
+    (v) => isRef(v) || (/^\d+$/.test(v) && Number(v) >= min && Number(v) <= max),
     `expected an integer from ${min} to ${max} or a \${...} reference`)]);
 
 /** A number within bounds, or a numeric string / reference. */
 export const num = (min: number, max: number) =>
   z.union([z.number().min(min).max(max), z.string().refine(
-    (v) => v.includes("${") || (/^-?\d+(\.\d+)?$/.test(v) && Number(v) >= min && Number(v) <= max),
+    (v) => isRef(v) || (/^-?\d+(\.\d+)?$/.test(v) && Number(v) >= min && Number(v) <= max),
     `expected a number from ${min} to ${max} or a \${...} reference`)]);
 
 /** A boolean, or the strings "true"/"false", or a reference. */
-export const bool = () => z.union([z.boolean(), z.string().regex(/^(true|false)$|\$\{/, "expected true, false or a ${...} reference")]);
+export const bool = () => z.union([z.boolean(), z.string().refine((v) => v === "true" || v === "false" || isRef(v), "expected true, false or a ${...} reference")]);
 
 /** An enumerated string, or a reference resolved at run time and checked then. */
 export const oneOf = <T extends string>(values: readonly [T, ...T[]]) =>
-  z.union([z.enum(values), z.string().regex(REF, `expected one of ${values.join(", ")}`)]);
+  z.union([z.enum(values), z.string().refine(isRef, `expected one of ${values.join(", ")}`)]);
 
 /** The parameters every tool accepts (DESIGN §6): command, files, outputs, args, threads. */
 export function commonParams(toolId: string, commands: readonly [string, ...string[]]) {

@@ -75,8 +75,9 @@ export const trimmomatic: ToolDefinition = {
         const adapters = s.optFile("adapters");
         const o1 = outputPath(p, "outputFile", `${stem(r1)}.paired.fastq.gz`);
         const o2 = outputPath(p, "outputFile2", `${stem(r2)}.paired.fastq.gz`);
-        const u1 = `${stem(o1)}.unpaired.fastq.gz`;
-        const u2 = `${stem(o2)}.unpaired.fastq.gz`;
+        const unpaired = (o: string) => (o.includes(".paired.") ? o.replace(".paired.", ".unpaired.") : `${stem(o)}.unpaired.fastq.gz`);
+        const u1 = unpaired(o1);
+        const u2 = unpaired(o2);
         return invocation(trimProgram(ctx, "PE"), [
           ...flag("-threads", optInt(p, "threads")), `-phred${optEnum(p, "phred", ["33", "64"]) ?? "33"}`, ...extraArgs(p),
           r1, r2, o1, u1, o2, u2, ...trimSteps(p, adapters),

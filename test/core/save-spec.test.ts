@@ -533,10 +533,11 @@ t.test("rule 4 inside arrays: declared inputs referenced only in args or inputFi
     t.comment(`errors: ${JSON.stringify(r.errors.map((e) => `${e.code} ${e.path}`))}`);
     return t.end();
   }
-  t.same((r.spec.inputs ?? []).map((i) => i.name).sort(), ["normalBam", "sortMemory", "tumorBam"]);
+  // "pair.merged.bam" and "pair.sorted.bam" share the prefix "pair", which becomes sampleName (rule 3).
+  t.same((r.spec.inputs ?? []).map((i) => i.name).sort(), ["normalBam", "sampleName", "sortMemory", "tumorBam"]);
   t.notOk(Object.hasOwn(inputNamed(r.spec, "tumorBam") ?? {}, "default"), "file input loses its default");
   t.equal(inputNamed(r.spec, "sortMemory")?.default, "768M");
-  t.same(r.spec.provenance?.previousValues, { tumorBam: "data/t7.sorted.bam", normalBam: "data/n7.sorted.bam", sortMemory: "2G" });
+  t.same(r.spec.provenance?.previousValues, { tumorBam: "data/t7.sorted.bam", normalBam: "data/n7.sorted.bam", sortMemory: "2G", sampleName: "pair" });
   t.end();
 });
 

@@ -499,8 +499,7 @@ t.test("JSON pointers escape / as ~1 and ~ as ~0", async (t) => {
 });
 
 // ---------- validator bugs ----------
-// Each assertion below fails today and is marked `todo` so that the suite stays green while the
-// failure stays visible in the output ("not ok ... # TODO"). Drop the `todo` once the bug is fixed.
+// Regressions: each of these failed before the fix that came with these tests.
 
 const BUG_REPEATED_DEP = "BUG: unknown_dependency finds the index with indexOf, so a repeated unknown name is reported at its first index twice and deduplicated";
 const BUG_ESCAPED = "BUG: typed parameters (int/bool/oneOf in core/tools/params.ts) accept any string containing `${`, even the escaped literal `$${`";
@@ -511,16 +510,16 @@ t.test("bug: a repeated unknown dependency is reported at every index", async (t
   step(s, 2).dependsOn = ["align", "nope", "nope"];
   const paths = validateSpec(s).errors.filter((e) => e.code === "unknown_dependency").map((e) => e.path);
   t.ok(paths.includes("/steps/2/dependsOn/1"), "the first nope is reported");
-  t.same(paths, ["/steps/2/dependsOn/1", "/steps/2/dependsOn/2"], "both entries are reported", { todo: BUG_REPEATED_DEP });
+  t.same(paths, ["/steps/2/dependsOn/1", "/steps/2/dependsOn/2"], "both entries are reported");
 });
 
 t.test("bug: an escaped literal $${x} is not a reference, so typed parameters reject it", async (t) => {
   const s = base();
   Object.assign(params(s, 2), { threads: "$${x}", byName: "$${y}", outputFormat: "$${z}" });
   const r = validateSpec(s);
-  t.equal(r.valid, false, "the spec is invalid", { todo: BUG_ESCAPED });
+  t.equal(r.valid, false, "the spec is invalid");
   for (const k of ["threads", "byName", "outputFormat"]) {
-    t.ok(r.errors.some((e) => e.code === "invalid_parameter" && e.path === `/steps/2/parameters/${k}`), `invalid_parameter at ${k}`, { todo: BUG_ESCAPED });
+    t.ok(r.errors.some((e) => e.code === "invalid_parameter" && e.path === `/steps/2/parameters/${k}`), `invalid_parameter at ${k}`);
   }
 });
 
@@ -530,10 +529,8 @@ t.test("bug: a step with a duplicate stepId still has its dependsOn and referenc
     parameters: { command: "flagstat", inputFile: "${align.outputFile}", outputFile: "aligned.flagstat.txt" } });
   const r = validateSpec(s);
   t.ok(r.errors.some((e) => e.code === "duplicate_step_id" && e.path === "/steps/3/stepId"), "duplicate_step_id");
-  t.ok(r.errors.some((e) => e.code === "unknown_dependency" && e.path === "/steps/3/dependsOn/1"), "zzz is reported",
-    { todo: BUG_DUPLICATE_STEP });
-  t.notOk(r.errors.some((e) => e.code === "reference_not_in_depends_on"), "align is in its dependsOn, so no reference_not_in_depends_on",
-    { todo: BUG_DUPLICATE_STEP });
+  t.ok(r.errors.some((e) => e.code === "unknown_dependency" && e.path === "/steps/3/dependsOn/1"), "zzz is reported");
+  t.notOk(r.errors.some((e) => e.code === "reference_not_in_depends_on"), "align is in its dependsOn, so no reference_not_in_depends_on");
 });
 
 // ---------- properties ----------
