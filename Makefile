@@ -2,7 +2,12 @@
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.install-stamp
 
-.PHONY: install build lint typecheck test run bench clean check-node
+.PHONY: install build lint typecheck test run bench clean check-node debian-tools
+
+# Debian's bioinformatics tools: the catalogue's local runtime, used by the tests (and, later,
+# by embedded mode). Installed only when one is missing; needs root (or sudo) and apt-get.
+DEBIAN_TOOLS := samtools bcftools tabix bwa bowtie2 hisat2 bedtools fastqc trimmomatic picard-tools minimap2
+TOOL_BINARIES := samtools bcftools tabix bgzip bwa bowtie2 bowtie2-build hisat2 hisat2-build bedtools fastqc TrimmomaticPE TrimmomaticSE PicardCommandLine minimap2 wgsim
 
 check-node:
 	@command -v node >/dev/null || { echo "Node.js 20 or newer is required (apt-get install nodejs, or nodesource)"; exit 1; }
@@ -13,6 +18,14 @@ $(NPM_STAMP): package.json package-lock.json | check-node
 	@touch $(NPM_STAMP)
 
 install: $(NPM_STAMP)
+
+debian-tools:
+	@missing=""; for b in $(TOOL_BINARIES); do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages (missing:$$missing)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_TOOLS) >/dev/null; \
+	fi
 
 build: install
 	npx tsc -p tsconfig.build.json
@@ -25,7 +38,7 @@ typecheck: install
 	npx tsc -p tsconfig.json
 
 # Lint, type check and every tap test; ends with `N passed, N failed[, N skipped]`.
-test: install
+test: install debian-tools
 	node scripts/test.mjs
 
 # Until the api-server lands, `make run` builds Operon and shows the CLI.

@@ -501,9 +501,6 @@ t.test("JSON pointers escape / as ~1 and ~ as ~0", async (t) => {
 // ---------- validator bugs ----------
 // Regressions: each of these failed before the fix that came with these tests.
 
-const BUG_REPEATED_DEP = "BUG: unknown_dependency finds the index with indexOf, so a repeated unknown name is reported at its first index twice and deduplicated";
-const BUG_ESCAPED = "BUG: typed parameters (int/bool/oneOf in core/tools/params.ts) accept any string containing `${`, even the escaped literal `$${`";
-const BUG_DUPLICATE_STEP = "BUG: a step with a duplicate stepId is left out of the graph: its unknown dependency is unreported and its references see no ancestors";
 
 t.test("bug: a repeated unknown dependency is reported at every index", async (t) => {
   const s = base();
