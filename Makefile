@@ -45,7 +45,7 @@ test: install debian-tools
 run: build
 	@node dist/cli/main.js --help
 
-bench: install
+bench: build
 	npx tsx bench/validate.bench.ts
 
 clean:

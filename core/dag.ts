@@ -48,6 +48,7 @@ export function buildDag(nodes: readonly DagNode[]): Dag {
 
   const deps = (id: string): readonly string[] => depMap.get(id) ?? [];
 
+  const ancestorCache = new Map<string, ReadonlySet<string>>();
   const reach = (start: string, next: (id: string) => readonly string[]): Set<string> => {
     const seen = new Set<string>();
     const stack = [...next(start)];
@@ -72,17 +73,29 @@ export function buildDag(nodes: readonly DagNode[]): Dag {
   };
 
   const topologicalOrder = (): string[] | undefined => {
-    const remaining = new Map(ids.map((id) => [id, deps(id).length]));
+    const remaining = new Map<string, number>();
+    const ready: number[] = []; // declaration indices, kept sorted
+    ids.forEach((id, i) => {
+      const n = deps(id).length;
+      remaining.set(id, n);
+      if (n === 0) ready.push(i);
+    });
     const out: string[] = [];
-    const done = new Set<string>();
-    while (out.length < ids.length) {
-      const next = ids.find((id) => !done.has(id) && remaining.get(id) === 0);
-      if (next === undefined) return undefined;
-      out.push(next);
-      done.add(next);
-      for (const d of dependents.get(next) ?? []) remaining.set(d, (remaining.get(d) ?? 0) - 1);
+    while (ready.length) {
+      const id = ids[ready.shift() as number] as string;
+      out.push(id);
+      for (const d of dependents.get(id) ?? []) {
+        const left = (remaining.get(d) ?? 0) - 1;
+        remaining.set(d, left);
+        if (left === 0) {
+          const idx = order.get(d) as number;
+          let at = ready.length;
+          while (at > 0 && (ready[at - 1] as number) > idx) at--;
+          ready.splice(at, 0, idx);
+        }
+      }
     }
-    return out;
+    return out.length === ids.length ? out : undefined;
   };
 
   const candidates = (done: ReadonlySet<string>, active: ReadonlySet<string> = new Set()): string[] =>
@@ -95,7 +108,11 @@ export function buildDag(nodes: readonly DagNode[]): Dag {
     cycles,
     topologicalOrder,
     candidates,
-    ancestors: (id) => reach(id, deps),
+    ancestors: (id) => {
+      let a = ancestorCache.get(id);
+      if (!a) { a = reach(id, deps); ancestorCache.set(id, a); }
+      return a;
+    },
     descendants: (id) => reach(id, (x) => dependents.get(x) ?? []),
   };
 }

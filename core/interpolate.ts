@@ -54,6 +54,23 @@ export function parseTemplate(s: string): Segment[] {
   return out;
 }
 
+/** Like parseTemplate, but reports only the references (and malformed ones), building no text. */
+function scanReferences(s: string, emit: (seg: Exclude<Segment, { kind: "text" }>) => void): void {
+  let i = 0;
+  for (;;) {
+    const j = s.indexOf("${", i);
+    if (j < 0) return;
+    if (j > i && s.charCodeAt(j - 1) === 36 /* $ */) { i = j + 2; continue; }
+    const end = s.indexOf("}", j + 2);
+    if (end < 0) {
+      emit({ kind: "invalid", raw: s.slice(j), reason: "unterminated reference: `${` without a closing `}` (write `$${` for a literal `${`)" });
+      return;
+    }
+    emit(parseBody(s.slice(j + 2, end), s.slice(j, end + 1)) as Exclude<Segment, { kind: "text" }>);
+    i = end + 1;
+  }
+}
+
 function parseBody(body: string, raw: string): Segment {
   if (INPUT_REF.test(body)) return { kind: "ref", ref: { kind: "input", name: body, raw } };
   const m = STEP_REF.exec(body);
@@ -85,8 +102,7 @@ export function findReferences(value: unknown, path: Array<string | number> = []
       return;
     }
     if (typeof v === "string") {
-      if (!v.includes("${")) return;
-      for (const segment of parseTemplate(v)) if (segment.kind !== "text") found.push({ path: path.slice(), segment });
+      if (v.includes("${")) scanReferences(v, (segment) => found.push({ path: path.slice(), segment }));
     } else if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) { path.push(i); walk(v[i], depth + 1); path.pop(); }
     } else if (v !== null && typeof v === "object") {

@@ -33,10 +33,19 @@ export const InputSchema = z.strictObject({
   }
 });
 
+const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * Step parameters: an object whose fields the step's tool schema checks (validateSpec does).
+ * A plain object check here, not z.record: the tool schema walks the fields anyway, and a
+ * record copy of every parameter doubled the cost of validation.
+ */
+export const StepParametersSchema = z.custom<Record<string, unknown>>(isPlainObject, { message: "parameters must be an object" });
+
 export const StepSchema = z.strictObject({
   stepId: z.string().regex(STEP_ID, "may hold only letters, digits, _ and -"),
   toolName: z.string().min(1),
-  parameters: z.record(z.string(), z.unknown()).optional(),
+  parameters: StepParametersSchema.optional(),
   dependsOn: z.array(z.string()).optional(),
   description: z.string().optional(),
   timeout: z.number().int().positive().optional(),
@@ -71,5 +80,10 @@ export type PipelineSpec = z.infer<typeof PipelineSpecSchema>;
 
 /** The spec schema as JSON Schema (draft 2020-12), for OpenAPI and the CRD. */
 export function pipelineSpecJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(PipelineSpecSchema, { unrepresentable: "any" }) as Record<string, unknown>;
+  return z.toJSONSchema(PipelineSpecSchema, {
+    unrepresentable: "any",
+    override: (ctx) => {
+      if (ctx.zodSchema === StepParametersSchema) Object.assign(ctx.jsonSchema, { type: "object", additionalProperties: {} });
+    },
+  }) as Record<string, unknown>;
 }

@@ -7,7 +7,7 @@
  */
 import type { z } from "zod";
 import { buildDag } from "../dag.js";
-import { findReferences, type OutputName } from "../interpolate.js";
+import { OUTPUT_NAMES, findReferences, type OutputName } from "../interpolate.js";
 import { IssueList, closest, pointer, type ValidationResult } from "../issues.js";
 import { defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue } from "../tools/index.js";
 import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
@@ -66,8 +66,13 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
   });
 
   // The step graph.
-  const nodes = steps.flatMap((s) => isObject(s) && typeof s.stepId === "string"
-    ? [{ stepId: s.stepId, dependsOn: asArray(s.dependsOn).filter((d): d is string => typeof d === "string") }] : []);
+  const nodes: Array<{ stepId: string; dependsOn: string[] }> = [];
+  for (const s of steps) {
+    if (!isObject(s) || typeof s.stepId !== "string") continue;
+    const dependsOn: string[] = [];
+    for (const d of asArray(s.dependsOn)) if (typeof d === "string") dependsOn.push(d);
+    nodes.push({ stepId: s.stepId, dependsOn });
+  }
   const dag = buildDag(nodes);
   // Checked on every step's own list, so duplicates and steps with a repeated stepId are covered too.
   steps.forEach((s, i) => {
@@ -78,7 +83,7 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
       }
     });
   });
-  for (const cycle of dag.cycles()) {
+  for (const cycle of dag.topologicalOrder() ? [] : dag.cycles()) {
     const first = cycle[0] as string;
     issues.error("dependency_cycle", pointer("steps", stepIndex.get(first) as number, "dependsOn"),
       `dependsOn forms a cycle: ${[...cycle, first].join(" → ")}`);
@@ -123,7 +128,8 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
       issues.warn("execution_type_ignored", at("executionType"), `executionType ${JSON.stringify(s.executionType)} is ignored: registered tools always run as "ecs"`);
     }
 
-    for (const [key, name] of [["outputFile", "outputFile"], ["outputFile2", "outputFile2"]] as const) {
+    for (const name of OUTPUT_NAMES) {
+      const key = name;
       const v = params[key];
       if (typeof v !== "string") continue;
       const other = literalOutputs.get(v);
@@ -134,33 +140,30 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
 
     const self = typeof s.stepId === "string" ? s.stepId : undefined;
     // From this step's own dependsOn (not the graph node), so a step with a repeated stepId is checked too.
-    const ancestors = new Set<string>();
-    for (const d of asArray(s.dependsOn)) {
-      if (typeof d !== "string" || !stepIndex.has(d)) continue;
-      ancestors.add(d);
-      for (const a of dag.ancestors(d)) ancestors.add(a);
-    }
+    const ownDeps = asArray(s.dependsOn).filter((d): d is string => typeof d === "string" && stepIndex.has(d));
+    const dependsOnTransitively = (id: string) => ownDeps.some((d) => d === id || dag.ancestors(d).has(id));
     for (const { path, segment } of findReferences(params, ["steps", i, "parameters"])) {
-      const where = pointer(...path);
+      // Pointers are built only when there is something to report.
+      const where = () => pointer(...path);
       if (segment.kind === "invalid") {
-        issues.error("invalid_reference", where, segment.reason);
+        issues.error("invalid_reference", where(), segment.reason);
         continue;
       }
       const ref = segment.ref;
       if (ref.kind === "input") {
         if (!inputNames.has(ref.name)) {
           const stepHint = stepIndex.has(ref.name) ? ` (to use step "${ref.name}"'s output write \${${ref.name}.outputFile})` : hint(ref.name, inputNames.keys());
-          issues.error("unresolved_reference", where, `${ref.raw} names no declared input${stepHint}`);
+          issues.error("unresolved_reference", where(), `${ref.raw} names no declared input${stepHint}`);
         }
         continue;
       }
       const producerIndex = stepIndex.get(ref.stepId);
       if (producerIndex === undefined) {
-        issues.error("unresolved_reference", where, `${ref.raw} names no step${hint(ref.stepId, stepIndex.keys())}`);
+        issues.error("unresolved_reference", where(), `${ref.raw} names no step${hint(ref.stepId, stepIndex.keys())}`);
       } else if (ref.stepId === self) {
-        issues.error("unresolved_reference", where, `${ref.raw}: a step cannot read its own output`);
-      } else if (!ancestors.has(ref.stepId)) {
-        issues.error("reference_not_in_depends_on", where, `${ref.raw} reads step "${ref.stepId}", which is not in this step's dependsOn (directly or transitively)`);
+        issues.error("unresolved_reference", where(), `${ref.raw}: a step cannot read its own output`);
+      } else if (!dependsOnTransitively(ref.stepId)) {
+        issues.error("reference_not_in_depends_on", where(), `${ref.raw} reads step "${ref.stepId}", which is not in this step's dependsOn (directly or transitively)`);
       } else {
         positionalWarning(steps[producerIndex], producerIndex, ref.stepId, ref.output, where, positionalWarned, issues);
       }
@@ -168,9 +171,10 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
   });
 }
 
-function positionalWarning(producer: unknown, producerIndex: number, stepId: string, output: OutputName, where: string, warned: Set<string>, issues: IssueList): void {
+function positionalWarning(producer: unknown, producerIndex: number, stepId: string, output: OutputName, at: () => string, warned: Set<string>, issues: IssueList): void {
   const params = isObject(producer) && isObject(producer.parameters) ? producer.parameters : {};
   if (params[output] !== undefined) return;
+  const where = at();
   const key = `${where}|${stepId}.${output}`;
   if (warned.has(key)) return;
   warned.add(key);
@@ -241,6 +245,7 @@ function hint(word: string, candidates: Iterable<string>): string {
 }
 
 function dedupe(r: ValidationResult): ValidationResult {
+  if (r.errors.length < 2) return r;
   const seen = new Set<string>();
   const errors = r.errors.filter((e) => {
     const k = `${e.code}|${e.path}|${e.message}`;

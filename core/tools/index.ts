@@ -43,19 +43,22 @@ export type CommandChoice =
 
 /** Finds the subcommand of a step: `command` or `<toolName>Command`, or the tool's default. */
 export function resolveCommand(tool: ToolDefinition, params: Readonly<Record<string, unknown>>): CommandChoice {
-  const keys = ["command", `${tool.id}Command`].filter((k) => params[k] !== undefined);
-  const known = Object.keys(tool.commands);
+  const toolKey = `${tool.id}Command`;
+  const keys: string[] = [];
+  if (params["command"] !== undefined) keys.push("command");
+  if (params[toolKey] !== undefined) keys.push(toolKey);
+  const known = () => Object.keys(tool.commands);
   if (keys.length === 2 && params[keys[0] as string] !== params[keys[1] as string]) {
     return { ok: false, key: keys[1], issue: { code: "conflicting_command", message: `command and ${tool.id}Command disagree (${JSON.stringify(params[keys[0] as string])} vs ${JSON.stringify(params[keys[1] as string])})` } };
   }
   const key = keys[0];
   if (key === undefined) {
     if (tool.defaultCommand) return { ok: true, command: tool.defaultCommand, key: undefined };
-    return { ok: false, key, issue: { code: "missing_command", message: `${tool.id} needs a subcommand in "command" or "${tool.id}Command"`, valid_values: known } };
+    return { ok: false, key, issue: { code: "missing_command", message: `${tool.id} needs a subcommand in "command" or "${tool.id}Command"`, valid_values: known() } };
   }
   const value = params[key];
   if (typeof value !== "string" || !Object.hasOwn(tool.commands, value)) {
-    return { ok: false, key, issue: { code: "unknown_command", message: `${JSON.stringify(value)} is not a known ${tool.id} command; known: ${known.join(", ")}`, valid_values: known } };
+    return { ok: false, key, issue: { code: "unknown_command", message: `${JSON.stringify(value)} is not a known ${tool.id} command; known: ${known().join(", ")}`, valid_values: known() } };
   }
   return { ok: true, command: value, key };
 }
