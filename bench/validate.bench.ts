@@ -7,11 +7,13 @@
  */
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
+import type * as SchemaModule from "../core/spec/schema.js";
+import type * as ValidateModule from "../core/spec/validate.js";
 // Measure the compiled JavaScript that `operon` runs (make build), not the TypeScript loader's output.
 const dist = new URL("../dist/core/spec/", import.meta.url);
 if (!existsSync(new URL("validate.js", dist))) throw new Error("run `make build` first (bench measures dist/)");
-const { PipelineSpecSchema, MAX_SPEC_BYTES } = (await import(new URL("schema.js", dist).href)) as typeof import("../core/spec/schema.js");
-const { validateSpec } = (await import(new URL("validate.js", dist).href)) as typeof import("../core/spec/validate.js");
+const { PipelineSpecSchema, MAX_SPEC_BYTES } = (await import(new URL("schema.js", dist).href)) as typeof SchemaModule;
+const { validateSpec } = (await import(new URL("validate.js", dist).href)) as typeof ValidateModule;
 
 function twelveStepSpec() {
   const steps: Array<Record<string, unknown>> = [
