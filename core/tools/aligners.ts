@@ -58,6 +58,15 @@ export const bwa: ToolDefinition = {
   },
 };
 
+/** bowtie2 and hisat2 share their read arguments: the index prefix, then -U, or -1/-2 for pairs. */
+function stageIndexedReads(p: Params) {
+  const s = new Stager(p);
+  const ref = s.file("reference");
+  const r1 = s.file("inputFile");
+  const r2 = s.optFile("inputFile2");
+  return { s, r1, readArgs: ["-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1])] };
+}
+
 /* ---------- bowtie2 ---------- */
 const BT2 = ["build", "align"] as const;
 const BT2_SUFFIXES = [".1.bt2", ".2.bt2", ".3.bt2", ".4.bt2", ".rev.1.bt2", ".rev.2.bt2"];
@@ -76,15 +85,12 @@ export const bowtie2: ToolDefinition = {
       description: "Align single-end or paired-end reads to an index (reference = the indexed FASTA); SAM to outputFile.",
       required: ["inputFile", "reference"],
       build(p, ctx) {
-        const s = new Stager(p);
-        const ref = s.file("reference");
-        const r1 = s.file("inputFile");
-        const r2 = s.optFile("inputFile2");
+        const { s, r1, readArgs } = stageIndexedReads(p);
         const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
         const preset = optEnum(p, "preset", ["very-fast", "fast", "sensitive", "very-sensitive"]);
         return invocation(program(ctx, ["bowtie2"]), [
           ...flag("-p", optInt(p, "threads")), ...(preset ? [`--${preset}`] : []), ...flag("--rg-id", optStr(p, "readGroupId")),
-          ...extraArgs(p), "-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1]), "-S", output,
+          ...extraArgs(p), ...readArgs, "-S", output,
         ], s, [out(output)]);
       },
     },
@@ -109,16 +115,13 @@ export const hisat2: ToolDefinition = {
       description: "Align single-end or paired-end RNA-seq reads (reference = the indexed FASTA); SAM to outputFile, alignment summary to outputFile2.",
       required: ["inputFile", "reference"],
       build(p, ctx) {
-        const s = new Stager(p);
-        const ref = s.file("reference");
-        const r1 = s.file("inputFile");
-        const r2 = s.optFile("inputFile2");
+        const { s, r1, readArgs } = stageIndexedReads(p);
         const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
         const summary = outputPath(p, "outputFile2", `${stem(r1)}.hisat2-summary.txt`);
         return invocation(program(ctx, ["hisat2"]), [
           ...flag("-p", optInt(p, "threads")), ...(optBool(p, "noSpliced") ? ["--no-spliced-alignment"] : []),
           ...flag("--rg-id", optStr(p, "readGroupId")), "--summary-file", summary,
-          ...extraArgs(p), "-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1]), "-S", output,
+          ...extraArgs(p), ...readArgs, "-S", output,
         ], s, [out(output), out(summary)]);
       },
     },
