@@ -12,11 +12,18 @@ import { validateCommand, type CliIO } from "./validate.js";
 const HELP = `operon — bioinformatics pipelines as an HTTP API
 
 Usage:
-  operon validate FILE [--json]   Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)
-  operon tools [--json]           List the compute tools and their commands
-  operon --help                   Show this help
+  operon serve                     Start Operon (embedded mode by default; see README "Configuration")
+  operon api-server                Start only the HTTP API (cluster mode)
+  operon workspaces create --org ORG --id ID [--name NAME] [--json]
+  operon workspaces list --org ORG [--json]
+  operon keys create --org ORG --scopes query,tools,conversations,files [--workspaces a,b] [--name N] [--json]
+  operon keys list --org ORG [--json]
+  operon keys revoke ID
+  operon validate FILE [--json]    Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)
+  operon tools [--json]            List the compute tools and their commands
+  operon --help                    Show this help
 
-Coming with the next releases: serve, api-server, operator, keys, workspaces, run.
+Administration commands act on the configured store directly (same environment as the server).
 `;
 
 export async function main(argv: string[], io: CliIO): Promise<number> {
@@ -37,6 +44,17 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         else for (const t of list) io.out(`${t.id.padEnd(12)} ${t.version.padEnd(10)} ${Object.keys(t.commands).join(", ")}`);
         return 0;
       }
+      case "serve":
+      case "api-server": {
+        const { parseConfig } = await import("../core/config.js");
+        const c = parseConfig(process.env);
+        if (!c.ok) { io.err(`operon ${cmd}: ${c.message}`); return 2; }
+        const { startServer } = await import("../api-server/server.js");
+        await startServer(c.config, io.out);
+        return await new Promise<number>(() => undefined); // runs until a signal stops it
+      }
+      case "workspaces": return await (await import("./admin.js")).workspacesCommand(rest, io, process.env);
+      case "keys": return await (await import("./admin.js")).keysCommand(rest, io, process.env);
       default:
         io.err(`operon: unknown command "${cmd}" (see operon --help)`);
         return 2;

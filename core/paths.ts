@@ -20,6 +20,8 @@ export function normalizeWorkspacePath(input: string): PathResult {
     if (s === "." && i === 0) continue;
     if (s === "" ) return { ok: false, reason: "path has an empty segment" };
     if (s === "." || s === "..") return { ok: false, reason: `path may not contain "${s}" segments` };
+    // Percent-encoded dots are refused too, so no later decoding can turn them into "..".
+    if (/^(\.|%2e)+$/i.test(s) && s.length <= 6) return { ok: false, reason: "path may not contain encoded dot segments" };
     out.push(s);
   }
   if (out.length === 0) return { ok: false, reason: "path is empty" };

@@ -1,0 +1,195 @@
+/**
+ * The filesystem ObjectStore of embedded mode. Objects live under `<root>/objects/<key>`,
+ * their SHA-256, content type and metadata in a sidecar under `<root>/meta/<key>.json`.
+ * Writes stream to `<root>/tmp/` while hashing and appear by rename (or link, for
+ * if-none-match), so an object is never visible half written and an aborted upload leaves
+ * nothing. Presigned URLs point at the api-server (see presign.ts).
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { link, mkdir, readFile, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { Transform, type TransformCallback } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ByteRange, ByteStream, Clock, GetResult, ListOptions, ListPage, ObjectInfo, ObjectStore, PresignOptions, PutOptions } from "../../core/ports.js";
+import { StoreError } from "../../core/ports.js";
+import { presignUrl } from "./presign.js";
+
+export interface LocalStoreConfig {
+  root: string;
+  /** Base URL of the api-server that serves presigned URLs. */
+  publicUrl: string;
+  signingSecret: string;
+  clock?: Clock;
+}
+
+interface Sidecar { sha256: string; contentType?: string; metadata?: Record<string, string> }
+
+const systemClock: Clock = { now: () => Date.now() };
+
+/** Hashes and counts bytes as they pass; fails with TooLarge past `max`. */
+class Meter extends Transform {
+  readonly hash = createHash("sha256");
+  bytes = 0;
+  constructor(private readonly max: number) { super(); }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.max) { cb(new StoreError("TooLarge", `more than ${this.max} bytes`)); return; }
+    this.hash.update(chunk);
+    cb(null, chunk);
+  }
+}
+
+export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
+  const clock = config.clock ?? systemClock;
+  const objects = join(config.root, "objects");
+  const meta = join(config.root, "meta");
+  const tmp = join(config.root, "tmp");
+  const pathOf = (key: string) => join(objects, key);
+  const metaOf = (key: string) => join(meta, `${key}.json`);
+  const locks = new Map<string, Promise<unknown>>();
+
+  /** Serializes conditional writes to one key (embedded mode is a single process). */
+  async function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = locks.get(key) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(fn);
+    locks.set(key, next);
+    try { return await next; } finally { if (locks.get(key) === next) locks.delete(key); }
+  }
+
+  async function readSidecar(key: string): Promise<Sidecar | undefined> {
+    try { return JSON.parse(await readFile(metaOf(key), "utf8")) as Sidecar; } catch { return undefined; }
+  }
+
+  async function writeSidecar(key: string, s: Sidecar): Promise<void> {
+    const t = join(tmp, `${randomUUID()}.json`);
+    await mkdir(tmp, { recursive: true });
+    await writeFile(t, JSON.stringify(s));
+    await mkdir(dirname(metaOf(key)), { recursive: true });
+    await rename(t, metaOf(key));
+  }
+
+  async function info(key: string, withMeta = true): Promise<ObjectInfo | undefined> {
+    let st;
+    try { st = await stat(pathOf(key)); } catch { return undefined; }
+    if (!st.isFile()) return undefined;
+    const s = withMeta ? await readSidecar(key) : undefined;
+    return {
+      key, size: st.size, lastModified: st.mtime,
+      ...(s?.sha256 ? { sha256: s.sha256, etag: s.sha256 } : {}),
+      ...(s?.contentType ? { contentType: s.contentType } : {}),
+      ...(s?.metadata ? { metadata: s.metadata } : {}),
+    };
+  }
+
+  async function put(key: string, body: ByteStream | Uint8Array | string, options: PutOptions = {}): Promise<ObjectInfo> {
+    await mkdir(tmp, { recursive: true });
+    const t = join(tmp, randomUUID());
+    const meter = new Meter(options.maxBytes ?? Number.MAX_SAFE_INTEGER);
+    try {
+      const source = typeof body === "string" || body instanceof Uint8Array ? [typeof body === "string" ? Buffer.from(body) : body] : body;
+      await pipeline(source as AsyncIterable<Uint8Array>, meter, createWriteStream(t));
+    } catch (e) {
+      await rm(t, { force: true });
+      throw e;
+    }
+    const sha256 = meter.hash.digest("hex");
+    const sidecar: Sidecar = { sha256, ...(options.contentType ? { contentType: options.contentType } : {}), ...(options.metadata ? { metadata: options.metadata } : {}) };
+    const commit = async () => {
+      const dest = pathOf(key);
+      await mkdir(dirname(dest), { recursive: true });
+      if (options.ifNoneMatch === "*" && (await info(key, false))) throw new StoreError("PreconditionFailed", `${key} already exists`);
+      if (options.ifMatch !== undefined) {
+        const cur = await info(key);
+        if (!cur || cur.etag !== options.ifMatch) throw new StoreError("PreconditionFailed", `${key} does not match ${options.ifMatch}`);
+      }
+      await writeSidecar(key, sidecar);
+      if (options.ifNoneMatch === "*") {
+        // link() fails if the key appeared meanwhile (another process): create-if-absent.
+        try { await link(t, dest); } finally { await unlink(t).catch(() => undefined); }
+      } else {
+        await rename(t, dest);
+      }
+    };
+    try {
+      if (options.ifMatch !== undefined || options.ifNoneMatch !== undefined) await withLock(key, commit);
+      else await commit();
+    } catch (e) {
+      await rm(t, { force: true });
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") throw new StoreError("PreconditionFailed", `${key} already exists`);
+      throw e;
+    }
+    const st = await stat(pathOf(key));
+    return { key, size: st.size, lastModified: st.mtime, sha256, etag: sha256, ...(options.contentType ? { contentType: options.contentType } : {}), ...(options.metadata ? { metadata: options.metadata } : {}) };
+  }
+
+  async function get(key: string, range?: ByteRange): Promise<GetResult> {
+    const i = await info(key);
+    if (!i) throw new StoreError("NotFound", `${key} not found`);
+    if (!range) return { body: createReadStream(pathOf(key)), info: i };
+    const end = Math.min(range.end ?? i.size - 1, i.size - 1);
+    if (range.start < 0 || range.start >= i.size || end < range.start) throw new StoreError("RangeNotSatisfiable", `range ${range.start}-${range.end ?? ""} of ${i.size} bytes`);
+    return { body: createReadStream(pathOf(key), { start: range.start, end }), info: i, range: { start: range.start, end, total: i.size } };
+  }
+
+  /**
+   * Lexicographic walk: each directory's entries sorted with directories compared as
+   * `name/`, which yields keys in byte order; keys up to the cursor are skipped.
+   */
+  async function list(prefix: string, options: ListOptions): Promise<ListPage> {
+    const items: ObjectInfo[] = [];
+    const cut = prefix.lastIndexOf("/");
+    const baseDir = cut >= 0 ? prefix.slice(0, cut + 1) : "";
+    const cursor = options.cursor;
+    let more = false;
+    const walk = async (dirKey: string): Promise<boolean> => {
+      let entries;
+      try { entries = await readdir(join(objects, dirKey), { withFileTypes: true }); } catch { return true; }
+      const named = entries.map((e) => ({ e, sortKey: e.name + (e.isDirectory() ? "/" : "") })).sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
+      for (const { e, sortKey } of named) {
+        const key = dirKey + sortKey;
+        if (e.isDirectory()) {
+          // Skip subtrees entirely outside the prefix or entirely before the cursor.
+          if (!(key.startsWith(prefix) || prefix.startsWith(key))) continue;
+          if (cursor !== undefined && key < cursor && !cursor.startsWith(key)) continue;
+          if (!(await walk(key))) return false;
+          continue;
+        }
+        if (!key.startsWith(prefix) || (cursor !== undefined && key <= cursor)) continue;
+        if (items.length === options.limit) { more = true; return false; }
+        const i = await info(key, options.withMetadata === true);
+        if (i) items.push(i);
+      }
+      return true;
+    };
+    await walk(baseDir);
+    const last = items[items.length - 1];
+    return { items, ...(more && last ? { nextCursor: last.key } : {}) };
+  }
+
+  async function del(key: string): Promise<void> {
+    await rm(pathOf(key), { force: true });
+    await rm(metaOf(key), { force: true });
+  }
+
+  async function describe(key: string, d: { sha256: string; contentType?: string; metadata?: Record<string, string> }): Promise<ObjectInfo> {
+    const cur = await info(key);
+    if (!cur) throw new StoreError("NotFound", `${key} not found`);
+    await writeSidecar(key, { sha256: d.sha256, ...(d.contentType ? { contentType: d.contentType } : {}), ...(d.metadata ? { metadata: d.metadata } : {}) });
+    return (await info(key)) as ObjectInfo;
+  }
+
+  const expires = (o: PresignOptions) => Math.floor(clock.now() / 1000) + o.expiresIn;
+
+  return {
+    put,
+    get,
+    head: (key) => info(key),
+    list,
+    delete: del,
+    describe,
+    presignGet: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "GET", key, expires: expires(o) }),
+    presignPut: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "PUT", key, expires: expires(o), ...(o.contentType ? { contentType: o.contentType } : {}) }),
+    ping: async () => { await mkdir(objects, { recursive: true }); await stat(objects); },
+  };
+}

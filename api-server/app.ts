@@ -1,0 +1,153 @@
+/**
+ * `buildApp(deps)`: the whole HTTP API as a Fastify instance that never listens (tests use
+ * `app.inject()`; server.ts listens). Cross-cutting concerns live here — request ids, the
+ * error envelope, authentication and scopes, rate limits, metrics, OpenAPI — and each area
+ * of the API is a plugin under routes/.
+ */
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import rateLimit from "@fastify/rate-limit";
+import swagger from "@fastify/swagger";
+import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Clock, ObjectStore } from "../core/ports.js";
+import type { Config } from "../core/config.js";
+import { Authenticator, type AuthContext } from "./auth.js";
+import { ApiError } from "./errors.js";
+import { createMetrics, type Metrics } from "./metrics.js";
+import type { Scope, ServiceStore } from "./stores.js";
+import { conversationRoutes } from "./routes/conversations.js";
+import { fileRoutes } from "./routes/files.js";
+import { storageRoutes } from "./routes/storage.js";
+import { systemRoutes } from "./routes/system.js";
+import { workspaceRoutes } from "./routes/workspaces.js";
+
+export interface AppDeps {
+  config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> & { signingSecret: string };
+  store: ObjectStore;
+  service: ServiceStore;
+  clock?: Clock;
+  logger?: boolean | object;
+  /** Largest small upload (default 500 MB). */
+  maxUploadBytes?: number;
+}
+
+export type RouteScope = Scope | "any" | "public";
+
+declare module "fastify" {
+  interface FastifyRequest { auth?: AuthContext; startedAt?: bigint }
+  interface FastifyContextConfig { scope?: RouteScope }
+  interface FastifyInstance { operon: { deps: AppDeps & { clock: Clock }; auth: Authenticator; metrics: Metrics } }
+}
+
+export const MAX_UPLOAD_BYTES = 500 * 1000 * 1000;
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const clock = deps.clock ?? { now: () => Date.now() };
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers["x-request-id"];
+      return typeof incoming === "string" && /^[A-Za-z0-9._:-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    },
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  const auth = new Authenticator(deps.service, deps.config.OPERON_KEY_CACHE_TTL_SECONDS, clock);
+  const metrics = createMetrics();
+  app.decorate("operon", { deps: { ...deps, clock }, auth, metrics });
+
+  app.addHook("onRequest", async (req, reply) => {
+    req.startedAt = process.hrtime.bigint();
+    reply.header("x-request-id", req.id);
+    const scope = req.routeOptions.config.scope;
+    if (!scope || scope === "public") return;
+    const r = await auth.authenticate(req.headers);
+    if ("failure" in r) {
+      metrics.authFailures.inc({ reason: r.failure });
+      throw new ApiError("unauthorized", {
+        missing: "an API key is required (Authorization: Bearer <key> or X-API-Key)",
+        malformed: "the API key is malformed (expected sk_live_ followed by 32 letters and digits)",
+        unknown: "the API key is not valid",
+        revoked: "the API key has been revoked",
+      }[r.failure]);
+    }
+    auth.requireScope(r, scope);
+    req.auth = r;
+  });
+
+  app.addHook("onResponse", async (req, reply) => {
+    const seconds = req.startedAt ? Number(process.hrtime.bigint() - req.startedAt) / 1e9 : 0;
+    metrics.requestDuration.observe({ method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, seconds);
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError | Error, req, reply) => {
+    let status: number;
+    let body: { error: string; message: string; details?: Record<string, unknown> };
+    if (err instanceof ApiError) {
+      status = err.status;
+      body = { error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+    } else if (hasZodFastifySchemaValidationErrors(err)) {
+      const issues = err.validation.map((v) => {
+        const field = [v.instancePath.replace(/^\//, "").replace(/\//g, "."), (v.params as { issue?: { path?: unknown[] } }).issue?.path?.join(".")].find((x) => x) ?? "";
+        return { field: field || (v.params as { issue?: { keys?: string[] } }).issue?.keys?.join(",") || "body", message: v.message ?? "invalid" };
+      });
+      const where = (err as FastifyError).validationContext ?? "request";
+      status = 400;
+      body = { error: "invalid_request", message: issues.map((i) => `${where === "body" ? "" : `${where}.`}${i.field}: ${i.message}`).join("; "), details: { issues } };
+    } else {
+      const fe = err as FastifyError;
+      const code = fe.statusCode ?? 500;
+      if (code === 429) { status = 429; body = { error: "rate_limited", message: fe.message || "too many requests" }; }
+      else if (code === 413 || fe.code === "FST_REQ_FILE_TOO_LARGE") { status = 413; body = { error: "payload_too_large", message: fe.message }; }
+      else if (code === 415) { status = 415; body = { error: "unsupported_media_type", message: fe.message }; }
+      else if (code >= 400 && code < 500) { status = code === 404 ? 404 : 400; body = { error: code === 404 ? "not_found" : "invalid_request", message: fe.message }; }
+      else {
+        req.log.error({ err }, "unhandled error");
+        status = 500;
+        body = { error: "internal_error", message: "internal error" };
+      }
+    }
+    void reply.status(status).type("application/json").send({ ...body, request_id: req.id });
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send({ error: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}`, request_id: req.id });
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: { title: "Operon API", version: "1.0.0", description: "Bioinformatics pipelines as an HTTP API." },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" }, apiKey: { type: "apiKey", in: "header", name: "X-API-Key" } } },
+      security: [{ bearer: [] }, { apiKey: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  await app.register(rateLimit, {
+    global: true,
+    hook: "preHandler",
+    max: deps.config.OPERON_RATE_LIMIT_PER_MINUTE,
+    timeWindow: 60_000,
+    keyGenerator: (req) => req.auth?.keyId ?? `ip:${req.ip}`,
+    allowList: (req) => !req.url.startsWith("/v1/") || req.url.startsWith("/v1/openapi.json"),
+    errorResponseBuilder: (_req, ctx) => {
+      const e = new ApiError("rate_limited", `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`);
+      return Object.assign(e, { statusCode: 429 });
+    },
+  });
+
+  await app.register(systemRoutes);
+  await app.register(workspaceRoutes);
+  await app.register(fileRoutes, { maxUploadBytes: deps.maxUploadBytes ?? MAX_UPLOAD_BYTES });
+  await app.register(conversationRoutes);
+  if (deps.config.storage === "local") await app.register(storageRoutes);
+
+  app.addHook("onClose", async () => { await auth.stop(); });
+  return app;
+}

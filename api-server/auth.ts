@@ -1,0 +1,109 @@
+/**
+ * Authentication and authorization (spec: Authentication; DESIGN §7). Keys arrive as
+ * `Authorization: Bearer` or `X-API-Key`; only their SHA-256 is looked up. Records are
+ * cached for OPERON_KEY_CACHE_TTL_SECONDS (≤ 30), so a revoked key stops working within
+ * that time. `last_used_at` is collected in memory and written in batches, never per request.
+ */
+import type { Clock } from "../core/ports.js";
+import { ApiError } from "./errors.js";
+import { KEY_PATTERN, hashKey, type KeyRecord, type Scope, type ServiceStore, type WorkspaceRecord } from "./stores.js";
+
+export interface AuthContext {
+  keyId: string;
+  organization: string;
+  scopes: ReadonlySet<Scope>;
+  /** null: all workspaces of the organization. */
+  workspaces: ReadonlySet<string> | null;
+}
+
+export type AuthFailure = "missing" | "malformed" | "unknown" | "revoked";
+
+export class Authenticator {
+  private readonly cache = new Map<string, { record: KeyRecord | undefined; at: number }>();
+  private readonly workspaceCache = new Map<string, { record: WorkspaceRecord | undefined; at: number }>();
+  private readonly lastUsed = new Map<string, string>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly service: ServiceStore, private readonly ttlSeconds: number, private readonly clock: Clock) {}
+
+  /** Resolves the request's key or says why not. */
+  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<AuthContext | { failure: AuthFailure }> {
+    const auth = headers["authorization"];
+    const xkey = headers["x-api-key"];
+    let key: string | undefined;
+    if (typeof auth === "string" && auth.length > 0) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+      if (!m) return { failure: "malformed" };
+      key = m[1];
+    } else if (typeof xkey === "string" && xkey.length > 0) key = xkey.trim();
+    if (key === undefined) return { failure: "missing" };
+    if (!KEY_PATTERN.test(key)) return { failure: "malformed" };
+    const record = await this.lookup(hashKey(key));
+    if (!record) return { failure: "unknown" };
+    if (record.revoked_at) return { failure: "revoked" };
+    this.lastUsed.set(record.id, new Date(this.clock.now()).toISOString());
+    return {
+      keyId: record.id,
+      organization: record.organization,
+      scopes: new Set(record.scopes),
+      workspaces: record.workspaces ? new Set(record.workspaces) : null,
+    };
+  }
+
+  private async lookup(hash: string): Promise<KeyRecord | undefined> {
+    const now = this.clock.now();
+    const hit = this.cache.get(hash);
+    // Unknown keys are cached briefly too (at most 2 s), so a key made a moment ago works soon.
+    const ttl = hit?.record ? this.ttlSeconds * 1000 : Math.min(this.ttlSeconds * 1000, 2000);
+    if (hit && now - hit.at < ttl) return hit.record;
+    const record = await this.service.findKeyByHash(hash);
+    this.cache.set(hash, { record, at: now });
+    if (this.cache.size > 10_000) this.cache.delete(this.cache.keys().next().value as string);
+    return record;
+  }
+
+  /**
+   * The workspace a request names, checked for this key: a restricted key naming another
+   * workspace gets workspace_access_denied; a workspace of no concern to the key's
+   * organization is not_found (another organization's workspaces are never revealed).
+   */
+  async workspace(ctx: AuthContext, workspaceId: string): Promise<WorkspaceRecord> {
+    if (ctx.workspaces && !ctx.workspaces.has(workspaceId)) {
+      throw new ApiError("workspace_access_denied", `this key may not use workspace ${JSON.stringify(workspaceId)}`);
+    }
+    const k = `${ctx.organization}/${workspaceId}`;
+    const now = this.clock.now();
+    const hit = this.workspaceCache.get(k);
+    let record = hit && now - hit.at < this.ttlSeconds * 1000 ? hit.record : undefined;
+    if (!record) {
+      record = await this.service.getWorkspace(ctx.organization, workspaceId);
+      if (record) this.workspaceCache.set(k, { record, at: now });
+    }
+    if (!record) throw new ApiError("not_found", `workspace ${JSON.stringify(workspaceId)} not found`);
+    return record;
+  }
+
+  requireScope(ctx: AuthContext, scope: Scope | "any"): void {
+    if (scope !== "any" && !ctx.scopes.has(scope)) {
+      throw new ApiError("insufficient_scope", `this key lacks the "${scope}" scope`, { required_scope: scope });
+    }
+  }
+
+  /** Writes collected last_used_at values; called on an interval and at shutdown. */
+  async flush(): Promise<void> {
+    if (this.lastUsed.size === 0) return;
+    const batch = new Map(this.lastUsed);
+    this.lastUsed.clear();
+    await this.service.touchKeys(batch);
+  }
+
+  start(intervalMs = 60_000): void {
+    this.timer = setInterval(() => { void this.flush().catch(() => undefined); }, intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.flush();
+  }
+}

@@ -1,0 +1,26 @@
+/** Prometheus metrics of the api-server (GET /metrics), one registry per app instance. */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface Metrics {
+  registry: Registry;
+  requestDuration: Histogram<"method" | "route" | "status">;
+  uploadedBytes: Counter<"via">;
+  authFailures: Counter<"reason">;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "operon_" });
+  return {
+    registry,
+    requestDuration: new Histogram({
+      name: "operon_http_request_duration_seconds",
+      help: "HTTP request duration by route and status",
+      labelNames: ["method", "route", "status"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [registry],
+    }),
+    uploadedBytes: new Counter({ name: "operon_uploaded_bytes_total", help: "Bytes stored through the api-server", labelNames: ["via"], registers: [registry] }),
+    authFailures: new Counter({ name: "operon_auth_failures_total", help: "Rejected authentications by reason", labelNames: ["reason"], registers: [registry] }),
+  };
+}

@@ -1,0 +1,218 @@
+/**
+ * The files API (spec: Files): list, multipart upload streamed to storage (never held in
+ * memory), presigned download, delete, and the three-step large-file flow (upload-url →
+ * PUT → upload-confirm). Every key is resolved inside the caller's workspace or refused.
+ */
+import { createHash } from "node:crypto";
+import multipart from "@fastify/multipart";
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { normalizeWorkspacePath } from "../../core/paths.js";
+import { StoreError, type ObjectInfo } from "../../core/ports.js";
+import { ApiError, badRequest } from "../errors.js";
+import type { WorkspaceRecord } from "../stores.js";
+import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
+
+export const DOWNLOAD_URL_SECONDS = 3600;
+export const UPLOAD_URL_SECONDS = 3600;
+/** A single presigned PUT is limited to 5 GiB (S3's limit); larger files use multipart (see README). */
+export const MAX_PRESIGNED_PUT_BYTES = 5 * 1024 ** 3;
+
+function fileView(ws: WorkspaceRecord, i: ObjectInfo) {
+  const key = i.key.slice(workspaceRoot(ws).length);
+  return {
+    name: key.split("/").pop() ?? key,
+    key,
+    size: i.size,
+    content_type: i.contentType ?? null,
+    last_modified: i.lastModified.toISOString(),
+    sha256: i.sha256 ?? null,
+    ...(i.metadata?.description !== undefined ? { description: i.metadata.description } : {}),
+  };
+}
+
+const encodeCursor = (k: string) => Buffer.from(k).toString("base64url");
+const decodeCursor = (c: string) => Buffer.from(c, "base64url").toString("utf8");
+
+/** A folder given as `path` (optional), normalized: "" or "a/b/". */
+function folder(field: string, path: string | undefined): string {
+  if (path === undefined || path === "" || path === "/") return "";
+  const n = normalizeWorkspacePath(path.replace(/\/+$/, ""));
+  if (!n.ok) throw badRequest(field, n.reason);
+  return n.path + "/";
+}
+
+/** A file name from a client: its last segment, checked like any key segment. */
+function fileName(field: string, name: string | undefined): string {
+  const base = (name ?? "").split(/[/\\]/).pop() ?? "";
+  const n = normalizeWorkspacePath(base);
+  if (!n.ok) throw badRequest(field, n.reason);
+  return n.path;
+}
+
+export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: number }): Promise<void> {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { store } = app.operon.deps;
+  const config = { scope: "files" as const };
+  const tooLarge = () => new ApiError("payload_too_large", `uploads through this endpoint are limited to ${opts.maxUploadBytes} bytes; use POST /v1/files/upload-url for larger files`);
+
+  await app.register(multipart, {
+    limits: { fileSize: opts.maxUploadBytes + 1, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
+    throwFileSizeLimit: true,
+  });
+
+  r.get("/v1/files", {
+    config,
+    schema: {
+      tags: ["files"], summary: "List files (metadata only)",
+      querystring: z.object({
+        workspace_id: workspaceId,
+        prefix: z.string().max(1024).optional(),
+        limit: z.coerce.number().int().min(1).max(1000).default(100),
+        cursor: z.string().max(2048).optional(),
+      }),
+    },
+  }, async (req) => {
+    const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
+    const root = workspaceRoot(ws);
+    let prefix = "";
+    if (req.query.prefix) {
+      const trailing = req.query.prefix.endsWith("/");
+      const n = normalizeWorkspacePath(req.query.prefix.replace(/\/+$/, ""));
+      if (!n.ok) throw badRequest("prefix", n.reason);
+      prefix = n.path + (trailing ? "/" : "");
+    }
+    let cursor: string | undefined;
+    if (req.query.cursor) {
+      cursor = decodeCursor(req.query.cursor);
+      if (!cursor.startsWith(root + prefix)) throw badRequest("cursor", "not a cursor of this listing");
+    }
+    const page = await store.list(root + prefix, { limit: req.query.limit, withMetadata: true, ...(cursor ? { cursor } : {}) });
+    return listEnvelope(page.items.map((i) => fileView(ws, i)), page.nextCursor !== undefined, page.nextCursor ? encodeCursor(page.nextCursor) : null);
+  });
+
+  r.post("/v1/files/upload", {
+    config,
+    schema: {
+      tags: ["files"], summary: "Upload a file (multipart/form-data: workspace_id, path, description, then file; max 500 MB)",
+      querystring: z.object({ workspace_id: workspaceId.optional(), path: z.string().max(1024).optional(), description: z.string().max(4096).optional() }),
+    },
+  }, async (req, reply) => {
+    if (!req.isMultipart()) throw new ApiError("unsupported_media_type", "use multipart/form-data with a `file` part");
+    const auth = requireAuth(req);
+    const fields: Record<string, string | undefined> = { ...req.query };
+    let stored: { ws: WorkspaceRecord; info: ObjectInfo } | undefined;
+    try {
+      for await (const part of req.parts()) {
+        if (part.type === "field") {
+          if (typeof part.value === "string" && ["workspace_id", "path", "description"].includes(part.fieldname)) fields[part.fieldname] = part.value;
+          continue;
+        }
+        if (part.fieldname !== "file") throw badRequest(part.fieldname, "unexpected file part (send the file as `file`)");
+        if (stored) throw badRequest("file", "one file per upload");
+        if (!fields.workspace_id) throw badRequest("workspace_id", "is required (send it before the file part, or in the query)");
+        const ws = await app.operon.auth.workspace(auth, fields.workspace_id);
+        const name = fileName("file", part.filename);
+        const { storageKey } = fileKey(ws, "path", folder("path", fields.path) + name);
+        try {
+          const info = await store.put(storageKey, part.file, {
+            maxBytes: opts.maxUploadBytes,
+            contentType: part.mimetype || "application/octet-stream",
+            ...(fields.description !== undefined ? { metadata: { description: fields.description } } : {}),
+          });
+          app.operon.metrics.uploadedBytes.inc({ via: "multipart" }, info.size);
+          stored = { ws, info };
+        } catch (e) {
+          if ((e instanceof StoreError && e.code === "TooLarge") || (e as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
+          throw e;
+        }
+      }
+    } catch (e) {
+      if ((e as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
+      throw e;
+    }
+    if (!stored) throw badRequest("file", "is required");
+    return reply.status(201).send({ data: fileView(stored.ws, stored.info) });
+  });
+
+  r.get("/v1/files/download", {
+    config,
+    schema: { tags: ["files"], summary: "Presigned download URL (about 1 hour)", querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }) },
+  }, async (req) => {
+    const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
+    const { key, storageKey } = fileKey(ws, "key", req.query.key);
+    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`);
+    const downloadUrl = await store.presignGet(storageKey, { expiresIn: DOWNLOAD_URL_SECONDS });
+    return { data: { downloadUrl, key, expiresIn: DOWNLOAD_URL_SECONDS } };
+  });
+
+  r.delete("/v1/files", {
+    config,
+    schema: { tags: ["files"], summary: "Delete a file", querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }) },
+  }, async (req) => {
+    const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
+    const { key, storageKey } = fileKey(ws, "key", req.query.key);
+    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`);
+    await store.delete(storageKey);
+    return { data: { key, deleted: true } };
+  });
+
+  r.post("/v1/files/upload-url", {
+    config,
+    schema: {
+      tags: ["files"], summary: "Step 1 of the large-file flow: a presigned PUT URL",
+      body: z.object({
+        filename: z.string().min(1).max(255),
+        workspace_id: workspaceId,
+        content_type: z.string().max(255).optional(),
+        contentType: z.string().max(255).optional(),
+        size: z.number().int().nonnegative().optional(),
+        path: z.string().max(1024).optional(),
+      }),
+    },
+  }, async (req) => {
+    const b = req.body;
+    if (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES) {
+      throw new ApiError("payload_too_large", `size: a single presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB); split larger files with the multipart variant (see the README)`, { field: "size" });
+    }
+    const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
+    const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
+    const contentType = b.content_type ?? b.contentType;
+    const uploadUrl = await store.presignPut(storageKey, { expiresIn: UPLOAD_URL_SECONDS, ...(contentType ? { contentType } : {}) });
+    return { data: { uploadUrl, fileKey: key, expiresIn: UPLOAD_URL_SECONDS, ...(contentType ? { contentType } : {}) } };
+  });
+
+  r.post("/v1/files/upload-confirm", {
+    config,
+    schema: {
+      tags: ["files"], summary: "Step 3 of the large-file flow: confirm the upload",
+      body: z.object({
+        file_key: z.string().min(1).max(1024).optional(),
+        fileKey: z.string().min(1).max(1024).optional(),
+        workspace_id: workspaceId,
+        filename: z.string().max(255).optional(),
+        size: z.number().int().nonnegative().optional(),
+      }),
+    },
+  }, async (req) => {
+    const b = req.body;
+    const given = b.file_key ?? b.fileKey;
+    if (!given) throw badRequest("file_key", "is required");
+    const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
+    const { key, storageKey } = fileKey(ws, "file_key", given);
+    let info = await store.head(storageKey);
+    if (!info) throw new ApiError("conflict", `nothing was uploaded to ${JSON.stringify(key)}; PUT the bytes to the uploadUrl first`);
+    if (b.size !== undefined && info.size !== b.size) {
+      throw new ApiError("conflict", `uploaded object has ${info.size} bytes, not the ${b.size} announced`, { expected_size: b.size, actual_size: info.size });
+    }
+    if (!info.sha256) {
+      // Objects PUT directly to storage carry no checksum yet: compute it once, here.
+      const { body } = await store.get(storageKey);
+      const h = createHash("sha256");
+      for await (const c of body) h.update(c);
+      info = await store.describe(storageKey, { sha256: h.digest("hex"), ...(info.contentType ? { contentType: info.contentType } : {}), ...(info.metadata ? { metadata: info.metadata } : {}) });
+    }
+    return { data: fileView(ws, info) };
+  });
+}

@@ -1,0 +1,68 @@
+/**
+ * Embedded mode's presigned URLs, served by the api-server: PUT streams the body into the
+ * local store, GET streams it back (with Range). The URL's HMAC signature, method, expiry
+ * and content type are checked before any byte is read or written (403 otherwise).
+ */
+import type { FastifyInstance } from "fastify";
+import { StoreError } from "../../core/ports.js";
+import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
+import { ApiError } from "../errors.js";
+import { MAX_PRESIGNED_PUT_BYTES } from "./files.js";
+
+function parseRange(header: string | undefined): { start: number; end?: number } | undefined | "invalid" {
+  if (!header) return undefined;
+  const m = /^bytes=(\d+)-(\d*)$/.exec(header.trim());
+  if (!m) return "invalid";
+  const start = Number(m[1]);
+  const end = m[2] ? Number(m[2]) : undefined;
+  if (end !== undefined && end < start) return "invalid";
+  return end === undefined ? { start } : { start, end };
+}
+
+export async function storageRoutes(app: FastifyInstance): Promise<void> {
+  const { store, config, clock } = app.operon.deps;
+  const check = (method: "GET" | "PUT", query: unknown) => {
+    const r = verifyPresigned(config.signingSecret, method, (query ?? {}) as Record<string, unknown>, clock.now());
+    if (!r.ok) throw new ApiError("forbidden", r.reason);
+    if (r.key.startsWith("_system/")) throw new ApiError("forbidden", "not a file key");
+    return r;
+  };
+
+  // Bodies are streamed as they arrive, whatever their content type.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
+
+  app.put(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
+    const r = check("PUT", req.query);
+    const ctype = req.headers["content-type"];
+    if (r.contentType && ctype !== r.contentType) throw new ApiError("forbidden", `this URL is signed for Content-Type ${r.contentType}`);
+    try {
+      const info = await store.put(r.key, req.raw, { maxBytes: MAX_PRESIGNED_PUT_BYTES, ...(ctype ? { contentType: ctype } : {}) });
+      app.operon.metrics.uploadedBytes.inc({ via: "presigned" }, info.size);
+      void reply.header("etag", `"${info.etag ?? ""}"`);
+      return reply.status(200).send();
+    } catch (e) {
+      if (e instanceof StoreError && e.code === "TooLarge") throw new ApiError("payload_too_large", `a presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes`);
+      throw e;
+    }
+  });
+
+  app.get(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
+    const r = check("GET", req.query);
+    const range = parseRange(req.headers.range);
+    if (range === "invalid") throw new ApiError("range_not_satisfiable", "Range must be bytes=START-[END]");
+    try {
+      const got = await store.get(r.key, range);
+      void reply.header("accept-ranges", "bytes").type(got.info.contentType ?? "application/octet-stream");
+      if (got.info.sha256) void reply.header("etag", `"${got.info.sha256}"`);
+      if (got.range) {
+        void reply.status(206).header("content-range", `bytes ${got.range.start}-${got.range.end}/${got.range.total}`).header("content-length", got.range.end - got.range.start + 1);
+      } else void reply.header("content-length", got.info.size);
+      return reply.send(got.body);
+    } catch (e) {
+      if (e instanceof StoreError && e.code === "NotFound") throw new ApiError("not_found", "object not found");
+      if (e instanceof StoreError && e.code === "RangeNotSatisfiable") throw new ApiError("range_not_satisfiable", e.message);
+      throw e;
+    }
+  });
+}

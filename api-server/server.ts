@@ -1,0 +1,93 @@
+/**
+ * Building Operon from the environment and listening. `createRuntime` wires config →
+ * storage adapter → service store → app; embedded mode's first start bootstraps an
+ * organization, a workspace and one all-scope key (printed once, kept 0600 in the data dir).
+ * SIGTERM/SIGINT close the server gracefully: in-flight requests finish first.
+ */
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { Config } from "../core/config.js";
+import type { ObjectStore } from "../core/ports.js";
+import { createLocalObjectStore } from "../adapters/local/object-store.js";
+import { createS3ObjectStore } from "../adapters/s3/object-store.js";
+import { buildApp } from "./app.js";
+import { SCOPES, ServiceStore } from "./stores.js";
+
+/** The signing secret: configured, or generated once and kept in the data dir (embedded). */
+async function signingSecret(config: Config): Promise<string> {
+  if (config.OPERON_SIGNING_SECRET) return config.OPERON_SIGNING_SECRET;
+  if (config.OPERON_MODE === "cluster") throw new Error("invalid configuration: OPERON_SIGNING_SECRET: required in cluster mode");
+  const dir = resolve(config.OPERON_DATA_DIR);
+  const file = join(dir, "signing-secret");
+  try { return (await readFile(file, "utf8")).trim(); } catch { /* first start */ }
+  await mkdir(dir, { recursive: true });
+  const secret = randomBytes(32).toString("hex");
+  await writeFile(file, secret, { mode: 0o600 });
+  return secret;
+}
+
+export async function createStore(config: Config, secret: string): Promise<ObjectStore> {
+  if (config.storage === "s3") {
+    return createS3ObjectStore({
+      bucket: config.S3_BUCKET as string,
+      region: config.S3_REGION,
+      forcePathStyle: config.S3_FORCE_PATH_STYLE,
+      ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
+      ...(config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY ? { credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY } } : {}),
+    });
+  }
+  return createLocalObjectStore({ root: resolve(config.OPERON_DATA_DIR), publicUrl: config.publicUrl, signingSecret: secret });
+}
+
+export interface Runtime { config: Config; store: ObjectStore; service: ServiceStore; secret: string }
+
+export async function createRuntime(config: Config): Promise<Runtime> {
+  const secret = await signingSecret(config);
+  const store = await createStore(config, secret);
+  return { config, store, service: new ServiceStore(store), secret };
+}
+
+/** Embedded first start: org `default`, workspace `default`, one all-scope key. */
+export async function bootstrap(rt: Runtime): Promise<string | undefined> {
+  if (rt.config.OPERON_MODE !== "embedded") return undefined;
+  if ((await rt.service.listWorkspaces("default")).length > 0) return undefined;
+  if ((await rt.service.listKeys("default")).length > 0) return undefined;
+  await rt.service.createWorkspace("default", "default", "Default workspace");
+  const { key } = await rt.service.createKey({ organization: "default", scopes: [...SCOPES], workspaces: null, name: "bootstrap" });
+  const file = join(resolve(rt.config.OPERON_DATA_DIR), "bootstrap-key");
+  await writeFile(file, key + "\n", { mode: 0o600 });
+  await chmod(file, 0o600);
+  return key;
+}
+
+export async function startServer(config: Config, log: (s: string) => void): Promise<FastifyInstance> {
+  const rt = await createRuntime(config);
+  const key = await bootstrap(rt);
+  const app = await buildApp({
+    config: { ...config, signingSecret: rt.secret },
+    store: rt.store,
+    service: rt.service,
+    logger: { level: process.env.LOG_LEVEL ?? "info" },
+  });
+  app.operon.auth.start();
+  await app.listen({ port: config.PORT, host: config.host });
+  const base = config.publicUrl;
+  log(`Operon (${config.OPERON_MODE} mode, ${config.storage} storage) listening on ${base}`);
+  if (key) {
+    log(`First start: created organization "default", workspace "default" and this API key (shown once; also in ${join(resolve(config.OPERON_DATA_DIR), "bootstrap-key")}):`);
+    log(`  ${key}`);
+  }
+  log(`Try: curl -H "Authorization: Bearer $(cat ${join(config.OPERON_DATA_DIR, "bootstrap-key")})" ${base}/v1/workspaces`);
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log(`${signal}: finishing in-flight requests, then stopping`);
+    app.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  return app;
+}

@@ -1,0 +1,194 @@
+/**
+ * Service data kept in the object store under `_system/` (DESIGN §5): API keys (only their
+ * SHA-256 is stored, with a hash index for lookup), organizations' workspaces, and
+ * conversations. One implementation for both modes, since it only speaks the ObjectStore port.
+ */
+import { createHash, randomBytes, randomInt } from "node:crypto";
+import type { ObjectStore } from "../core/ports.js";
+import { StoreError } from "../core/ports.js";
+
+export const SCOPES = ["query", "tools", "conversations", "files"] as const;
+export type Scope = (typeof SCOPES)[number];
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+export interface KeyRecord {
+  id: string;
+  organization: string;
+  scopes: Scope[];
+  /** null: every workspace of the organization. */
+  workspaces: string[] | null;
+  name: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  /** sha256 of the whole key, hex. */
+  hash: string;
+}
+
+export interface WorkspaceRecord { id: string; organization: string; name: string; created_at: string }
+
+export interface Message { role: string; content: string; created_at?: string }
+export interface ConversationRecord {
+  id: string;
+  organization: string;
+  workspace_id: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  messages: Message[];
+}
+
+const KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+export const KEY_PATTERN = /^sk_live_[A-Za-z0-9]{32}$/;
+
+/** `sk_live_` + 32 characters from [A-Za-z0-9], uniformly from a CSPRNG. */
+export function generateKey(): string {
+  let s = "sk_live_";
+  for (let i = 0; i < 32; i++) s += KEY_ALPHABET[randomInt(KEY_ALPHABET.length)];
+  return s;
+}
+
+export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
+
+async function readJson<T>(store: ObjectStore, key: string): Promise<T | undefined> {
+  try {
+    const { body } = await store.get(key);
+    const chunks: Buffer[] = [];
+    for await (const c of body) chunks.push(Buffer.from(c));
+    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as T;
+  } catch (e) {
+    if (e instanceof StoreError && e.code === "NotFound") return undefined;
+    throw e;
+  }
+}
+
+const writeJson = (store: ObjectStore, key: string, value: unknown, ifNoneMatch?: boolean) =>
+  store.put(key, JSON.stringify(value, null, 2), { contentType: "application/json", ...(ifNoneMatch ? { ifNoneMatch: "*" as const } : {}) });
+
+async function listAll(store: ObjectStore, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.list(prefix, { limit: 1000, ...(cursor ? { cursor } : {}) });
+    keys.push(...page.items.map((i) => i.key));
+    cursor = page.nextCursor;
+  } while (cursor);
+  return keys;
+}
+
+export class ServiceStore {
+  constructor(readonly store: ObjectStore, private readonly now: () => Date = () => new Date()) {}
+
+  /* ---------- workspaces ---------- */
+  async createWorkspace(organization: string, id: string, name?: string): Promise<WorkspaceRecord> {
+    for (const [field, v] of [["org", organization], ["id", id]] as const) {
+      if (!ID_PATTERN.test(v)) throw new Error(`${field} ${JSON.stringify(v)}: use 1-63 letters, digits, _ or -, starting with a letter or digit`);
+    }
+    const rec: WorkspaceRecord = { id, organization, name: name ?? id, created_at: this.now().toISOString() };
+    try {
+      await writeJson(this.store, `_system/orgs/${organization}/workspaces/${id}.json`, rec, true);
+    } catch (e) {
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new Error(`workspace ${organization}/${id} already exists`);
+      throw e;
+    }
+    return rec;
+  }
+
+  getWorkspace(organization: string, id: string): Promise<WorkspaceRecord | undefined> {
+    if (!ID_PATTERN.test(organization) || !ID_PATTERN.test(id)) return Promise.resolve(undefined);
+    return readJson<WorkspaceRecord>(this.store, `_system/orgs/${organization}/workspaces/${id}.json`);
+  }
+
+  async listWorkspaces(organization: string): Promise<WorkspaceRecord[]> {
+    const keys = await listAll(this.store, `_system/orgs/${organization}/workspaces/`);
+    const recs = await Promise.all(keys.filter((k) => /\/workspaces\/[^/]+\.json$/.test(k)).map((k) => readJson<WorkspaceRecord>(this.store, k)));
+    return recs.filter((r): r is WorkspaceRecord => r !== undefined).sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /* ---------- keys ---------- */
+  async createKey(input: { organization: string; scopes: Scope[]; workspaces: string[] | null; name?: string }): Promise<{ record: KeyRecord; key: string }> {
+    if (!ID_PATTERN.test(input.organization)) throw new Error(`org ${JSON.stringify(input.organization)} is not a valid id`);
+    if (input.scopes.length === 0) throw new Error("a key needs at least one scope");
+    for (const s of input.scopes) if (!SCOPES.includes(s)) throw new Error(`unknown scope ${JSON.stringify(s)} (scopes: ${SCOPES.join(", ")})`);
+    for (const w of input.workspaces ?? []) if (!(await this.getWorkspace(input.organization, w))) throw new Error(`workspace ${input.organization}/${w} does not exist`);
+    const key = generateKey();
+    const record: KeyRecord = {
+      id: `key_${randomBytes(8).toString("hex")}`,
+      organization: input.organization,
+      scopes: [...new Set(input.scopes)],
+      workspaces: input.workspaces,
+      name: input.name ?? "",
+      created_at: this.now().toISOString(),
+      revoked_at: null,
+      last_used_at: null,
+      hash: hashKey(key),
+    };
+    await writeJson(this.store, `_system/keys/${record.id}.json`, record, true);
+    await writeJson(this.store, `_system/key-hashes/${record.hash}.json`, { id: record.id }, true);
+    return { record, key };
+  }
+
+  getKey(id: string): Promise<KeyRecord | undefined> {
+    if (!/^key_[0-9a-f]{16}$/.test(id)) return Promise.resolve(undefined);
+    return readJson<KeyRecord>(this.store, `_system/keys/${id}.json`);
+  }
+
+  async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
+    const idx = await readJson<{ id: string }>(this.store, `_system/key-hashes/${hash}.json`);
+    return idx ? this.getKey(idx.id) : undefined;
+  }
+
+  async listKeys(organization: string): Promise<KeyRecord[]> {
+    const keys = await listAll(this.store, "_system/keys/");
+    const recs = await Promise.all(keys.map((k) => readJson<KeyRecord>(this.store, k)));
+    return recs.filter((r): r is KeyRecord => r !== undefined && r.organization === organization).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  async revokeKey(id: string): Promise<KeyRecord | undefined> {
+    const rec = await this.getKey(id);
+    if (!rec) return undefined;
+    if (!rec.revoked_at) {
+      rec.revoked_at = this.now().toISOString();
+      await writeJson(this.store, `_system/keys/${id}.json`, rec);
+    }
+    return rec;
+  }
+
+  /** Records last use of many keys at once (the auth layer batches these). */
+  async touchKeys(uses: ReadonlyMap<string, string>): Promise<void> {
+    for (const [id, at] of uses) {
+      const rec = await this.getKey(id);
+      if (rec && (!rec.last_used_at || rec.last_used_at < at)) {
+        rec.last_used_at = at;
+        await writeJson(this.store, `_system/keys/${id}.json`, rec);
+      }
+    }
+  }
+
+  /* ---------- conversations ---------- */
+  private convPrefix(org: string, ws: string) { return `_system/orgs/${org}/workspaces/${ws}/conversations/`; }
+
+  async saveConversation(rec: ConversationRecord): Promise<void> {
+    await writeJson(this.store, `${this.convPrefix(rec.organization, rec.workspace_id)}${rec.id}.json`, rec);
+  }
+
+  async getConversation(org: string, ws: string, id: string): Promise<ConversationRecord | undefined> {
+    if (!ID_PATTERN.test(id)) return undefined;
+    return readJson<ConversationRecord>(this.store, `${this.convPrefix(org, ws)}${id}.json`);
+  }
+
+  /** Most recent activity first; `before` is a conversation id, exclusive. */
+  async listConversations(org: string, ws: string, limit: number, before?: string): Promise<{ items: ConversationRecord[]; hasMore: boolean } | undefined> {
+    const keys = await listAll(this.store, this.convPrefix(org, ws));
+    const all = (await Promise.all(keys.map((k) => readJson<ConversationRecord>(this.store, k)))).filter((r): r is ConversationRecord => r !== undefined);
+    all.sort((a, b) => (a.updated_at === b.updated_at ? (a.id < b.id ? 1 : -1) : a.updated_at < b.updated_at ? 1 : -1));
+    let start = 0;
+    if (before !== undefined) {
+      const i = all.findIndex((c) => c.id === before);
+      if (i < 0) return undefined;
+      start = i + 1;
+    }
+    const items = all.slice(start, start + limit);
+    return { items, hasMore: start + limit < all.length };
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Configuration from the environment (DESIGN §8), validated with zod. A bad value stops
+ * start-up with one line naming the variable. Pure: the caller passes the environment.
+ */
+import { z } from "zod";
+
+const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).optional(),
+  OPERON_MODE: z.enum(["embedded", "cluster"]).default("embedded"),
+  OPERON_DATA_DIR: z.string().min(1).default("./.operon"),
+  OPERON_PUBLIC_URL: z.url().optional(),
+  OPERON_NAMESPACE: z.string().min(1).default("operon"),
+  OPERON_ORG_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(5),
+  OPERON_KEY_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(30).default(30),
+  OPERON_SIGNING_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  OPERON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  OPERON_STORAGE: z.enum(["local", "s3"]).optional(),
+  S3_ENDPOINT: z.url().optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  S3_FORCE_PATH_STYLE: bool.default(false),
+  AWS_ACCESS_KEY_ID: z.string().min(1).optional(),
+  AWS_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  OPERON_LLM_PROVIDER: z.enum(["anthropic", "openai"]).optional(),
+  OPERON_LLM_BASE_URL: z.url().optional(),
+  OPERON_LLM_API_KEY: z.string().optional(),
+  OPERON_LLM_MODEL: z.string().optional(),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config extends Env {
+  host: string;
+  publicUrl: string;
+  storage: "local" | "s3";
+}
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; message: string };
+
+export function parseConfig(env: Readonly<Record<string, string | undefined>>): ConfigResult {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const r = EnvSchema.safeParse(cleaned);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const name = String(i?.path[0] ?? "environment");
+    return { ok: false, message: `invalid configuration: ${name}: ${i?.message ?? "invalid"}${cleaned[name] !== undefined ? ` (got ${JSON.stringify(cleaned[name])})` : ""}` };
+  }
+  const e = r.data;
+  const storage = e.OPERON_STORAGE ?? (e.OPERON_MODE === "cluster" || e.S3_BUCKET ? "s3" : "local");
+  if (storage === "s3" && !e.S3_BUCKET) return { ok: false, message: "invalid configuration: S3_BUCKET: required when storage is S3 (cluster mode)" };
+  const host = e.HOST ?? (e.OPERON_MODE === "cluster" ? "0.0.0.0" : "127.0.0.1");
+  const publicUrl = (e.OPERON_PUBLIC_URL ?? `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${e.PORT}`).replace(/\/+$/, "");
+  return { ok: true, config: { ...e, host, publicUrl, storage } };
+}
