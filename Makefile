@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.install-stamp
 
-.PHONY: install build lint typecheck test run bench clean check-node debian-tools
+.PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools
 
 # Debian's bioinformatics tools: the catalogue's local runtime, used by the tests (and, later,
 # by embedded mode). Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -27,6 +27,10 @@ debian-tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_TOOLS) >/dev/null; \
 	fi
 
+# Test servers built from Go modules and cached (DESIGN §10): MinIO for the S3 adapter tests.
+test-deps:
+	@bash scripts/test-deps.sh
+
 build: install
 	npx tsc -p tsconfig.build.json
 	@chmod +x dist/cli/main.js
@@ -38,7 +42,7 @@ typecheck: install
 	npx tsc -p tsconfig.json
 
 # Lint, type check and every tap test; ends with `N passed, N failed[, N skipped]`.
-test: install debian-tools
+test: install debian-tools test-deps
 	node scripts/test.mjs
 
 # Until the api-server lands, `make run` builds Operon and shows the CLI.

@@ -88,7 +88,7 @@ export class ServiceStore {
     try {
       await writeJson(this.store, `_system/orgs/${organization}/workspaces/${id}.json`, rec, true);
     } catch (e) {
-      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new Error(`workspace ${organization}/${id} already exists`);
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new Error(`workspace ${organization}/${id} already exists`, { cause: e });
       throw e;
     }
     return rec;
