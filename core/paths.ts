@@ -20,8 +20,13 @@ export function normalizeWorkspacePath(input: string): PathResult {
     if (s === "." && i === 0) continue;
     if (s === "" ) return { ok: false, reason: "path has an empty segment" };
     if (s === "." || s === "..") return { ok: false, reason: `path may not contain "${s}" segments` };
-    // Percent-encoded dots are refused too, so no later decoding can turn them into "..".
-    if (/^(\.|%2e)+$/i.test(s) && s.length <= 6) return { ok: false, reason: "path may not contain encoded dot segments" };
+    // Percent-encoded separators and dot segments are refused too, so that no later
+    // decoding (by a proxy, a shell, another tool) can turn them into a way out.
+    if (/%(2e|2f|5c|00)/i.test(s)) {
+      let decoded = s;
+      try { decoded = decodeURIComponent(s); } catch { /* not valid percent-encoding: literal */ }
+      if (decoded === "." || decoded === ".." || /[/\\\0]/.test(decoded)) return { ok: false, reason: "path may not contain percent-encoded separators or dot segments" };
+    }
     out.push(s);
   }
   if (out.length === 0) return { ok: false, reason: "path is empty" };

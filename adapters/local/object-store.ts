@@ -6,6 +6,7 @@
  * nothing. Presigned URLs point at the api-server (see presign.ts).
  */
 import { createHash, randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { createReadStream, createWriteStream } from "node:fs";
 import { link, mkdir, readFile, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -86,10 +87,13 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     await mkdir(tmp, { recursive: true });
     const t = join(tmp, randomUUID());
     const meter = new Meter(options.maxBytes ?? Number.MAX_SAFE_INTEGER);
+    const file = createWriteStream(t);
     try {
       const source = typeof body === "string" || body instanceof Uint8Array ? [typeof body === "string" ? Buffer.from(body) : body] : body;
-      await pipeline(source as AsyncIterable<Uint8Array>, meter, createWriteStream(t));
+      await pipeline(source as AsyncIterable<Uint8Array>, meter, file);
     } catch (e) {
+      // The file may still be opening: wait until it is closed, then remove it.
+      if (!file.closed) await once(file, "close").catch(() => undefined);
       await rm(t, { force: true });
       throw e;
     }

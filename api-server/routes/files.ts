@@ -103,6 +103,10 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     const auth = requireAuth(req);
     const fields: Record<string, string | undefined> = { ...req.query };
     let stored: { ws: WorkspaceRecord; info: ObjectInfo } | undefined;
+    // A client that goes away mid-upload fails the stream, so the store discards the partial object.
+    let current: { destroy(e?: Error): void } | undefined;
+    const onClose = () => { if (!req.raw.complete) current?.destroy(new Error("client disconnected")); };
+    req.raw.once("close", onClose);
     try {
       for await (const part of req.parts()) {
         if (part.type === "field") {
@@ -115,6 +119,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
         const ws = await app.operon.auth.workspace(auth, fields.workspace_id);
         const name = fileName("file", part.filename);
         const { storageKey } = fileKey(ws, "path", folder("path", fields.path) + name);
+        current = part.file;
         try {
           const info = await store.put(storageKey, part.file, {
             maxBytes: opts.maxUploadBytes,
@@ -130,7 +135,11 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       }
     } catch (e) {
       if ((e as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
-      throw e;
+      if (e instanceof ApiError || e instanceof StoreError) throw e;
+      // Anything else raised while reading the parts is a malformed multipart body.
+      throw new ApiError("invalid_request", `malformed multipart/form-data body: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      req.raw.off("close", onClose);
     }
     if (!stored) throw badRequest("file", "is required");
     return reply.status(201).send({ data: fileView(stored.ws, stored.info) });

@@ -1,0 +1,277 @@
+import t from "tap";
+import { createHash } from "node:crypto";
+import { readdirSync, statSync } from "node:fs";
+import { request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { testApp, multipartBody, type TestApp } from "../support/app.js";
+
+const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex");
+
+/** Every file under a directory, relative paths. */
+function tree(dir: string, base = dir): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? tree(p, base) : [p.slice(base.length + 1)];
+  });
+}
+
+async function setup(opts: Parameters<typeof testApp>[0] = {}) {
+  const a = await testApp(opts);
+  await a.service.createWorkspace("acme", "ws1");
+  await a.service.createWorkspace("acme", "ws2");
+  const key = await a.key("acme", ["files", "conversations"]);
+  return { a, h: { authorization: `Bearer ${key}` } };
+}
+
+const localPath = (url: string) => { const u = new URL(url); return u.pathname + u.search; };
+
+async function upload(a: TestApp, h: Record<string, string>, fields: Array<[string, string]>, filename: string, content: string | Buffer, type?: string) {
+  const mp = multipartBody(fields, { name: "file", filename, content, ...(type ? { type } : {}) });
+  return a.app.inject({ method: "POST", url: "/v1/files/upload", headers: { ...h, ...mp.headers }, payload: mp.payload });
+}
+
+t.test("upload, list, download (with Range), delete", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const content = "@r1\nACGTACGT\n+\nIIIIIIII\n";
+  const up = await upload(a, h, [["workspace_id", "ws1"], ["path", "reads/"], ["description", "lane 1"]], "s1.fastq", content, "text/plain");
+  t.equal(up.statusCode, 201, up.body);
+  t.match(up.json().data, { key: "reads/s1.fastq", name: "s1.fastq", size: content.length, sha256: sha(content), content_type: "text/plain", description: "lane 1" });
+
+  const list = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1", headers: h });
+  t.equal(list.statusCode, 200);
+  t.same(list.json().data.map((f: { key: string }) => f.key), ["reads/s1.fastq"]);
+  t.equal(list.json().data[0].sha256, sha(content));
+  t.equal(list.json().has_more, false);
+  t.equal(list.json().next_cursor, null);
+
+  const other = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws2", headers: h });
+  t.same(other.json().data, [], "files stay in their workspace");
+
+  const dl = await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=reads/s1.fastq", headers: h });
+  t.equal(dl.statusCode, 200);
+  t.equal(dl.json().data.expiresIn, 3600);
+  const full = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl) });
+  t.equal(full.statusCode, 200);
+  t.equal(full.body, content);
+  const part = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl), headers: { range: "bytes=4-11" } });
+  t.equal(part.statusCode, 206);
+  t.equal(part.body, "ACGTACGT");
+  t.equal(part.headers["content-range"], `bytes 4-11/${content.length}`);
+  const bad = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl), headers: { range: "bytes=999-" } });
+  t.equal(bad.statusCode, 416);
+
+  const fullKey = await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=orgs/acme/workspaces/ws1/reads/s1.fastq", headers: h });
+  t.equal(fullKey.statusCode, 200, "the full storage key of the same workspace is accepted");
+  const otherWs = await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws2&key=orgs/acme/workspaces/ws1/reads/s1.fastq", headers: h });
+  t.equal(otherWs.statusCode, 400, "but not another workspace's");
+
+  const del = await a.app.inject({ method: "DELETE", url: "/v1/files?workspace_id=ws1&key=reads/s1.fastq", headers: h });
+  t.equal(del.statusCode, 200);
+  t.same(del.json().data, { key: "reads/s1.fastq", deleted: true });
+  const again = await a.app.inject({ method: "DELETE", url: "/v1/files?workspace_id=ws1&key=reads/s1.fastq", headers: h });
+  t.equal(again.statusCode, 404);
+  t.equal((await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=reads/s1.fastq", headers: h })).statusCode, 404);
+});
+
+t.test("pagination with limit and cursor returns every file exactly once", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const names = ["a.txt", "b/c.txt", "b/d.txt", "b.txt", "e.txt"];
+  for (const n of names) await a.store.put(`orgs/acme/workspaces/ws1/${n}`, n);
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const r = await a.app.inject({ method: "GET", url: `/v1/files?workspace_id=ws1&limit=2${cursor ? `&cursor=${cursor}` : ""}`, headers: h });
+    t.equal(r.statusCode, 200, r.body);
+    const body = r.json() as { data: Array<{ key: string }>; has_more: boolean; next_cursor: string | null };
+    t.ok(body.data.length <= 2);
+    seen.push(...body.data.map((f) => f.key));
+    t.equal(body.has_more, body.next_cursor !== null);
+    cursor = body.next_cursor;
+    pages++;
+  } while (cursor && pages < 10);
+  t.same(seen, [...names].sort(), "byte order, no duplicates, nothing missed");
+  const prefixed = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=b/", headers: h });
+  t.same(prefixed.json().data.map((f: { key: string }) => f.key), ["b/c.txt", "b/d.txt"]);
+  const partial = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=b", headers: h });
+  t.same(partial.json().data.map((f: { key: string }) => f.key), ["b.txt", "b/c.txt", "b/d.txt"]);
+  const forged = await a.app.inject({ method: "GET", url: `/v1/files?workspace_id=ws1&cursor=${Buffer.from("orgs/acme/workspaces/ws2/x").toString("base64url")}`, headers: h });
+  t.equal(forged.statusCode, 400, "a cursor from elsewhere is refused");
+});
+
+t.test("uploads over the limit get 413 and leave nothing behind", async (t) => {
+  const { a, h } = await setup({ maxUploadBytes: 1000 });
+  t.teardown(() => a.close());
+  const r = await upload(a, h, [["workspace_id", "ws1"]], "big.bin", Buffer.alloc(5000, 1));
+  t.equal(r.statusCode, 413, r.body);
+  t.equal(r.json().error, "payload_too_large");
+  const files = tree(a.dir).filter((p) => p.startsWith("objects/orgs") || p.startsWith("tmp/"));
+  t.same(files, [], "no object and no temporary file");
+  const ok = await upload(a, h, [["workspace_id", "ws1"]], "small.bin", Buffer.alloc(1000, 1));
+  t.equal(ok.statusCode, 201, "exactly the limit is fine");
+});
+
+t.test("bad input: field named, nothing read or written outside the workspace", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  await a.store.put("orgs/acme/workspaces/ws2/secret.txt", "ws2 secret");
+  await a.store.put("orgs/acme/workspaces/ws1/ok.txt", "fine");
+  const before = tree(a.dir).sort();
+  const hostile = ["../ws2/secret.txt", "/etc/passwd", "a/../../ws2/secret.txt", "%2e%2e/ws2/secret.txt", "..%2fws2%2fsecret.txt", "_system/keys", "a\\..\\b", "a\u0000b", "./../x", "a//b", "orgs/globex/workspaces/g1/x"];
+  for (const k of hostile) {
+    const q = encodeURIComponent(k);
+    for (const [method, url] of [["GET", `/v1/files/download?workspace_id=ws1&key=${q}`], ["DELETE", `/v1/files?workspace_id=ws1&key=${q}`]] as const) {
+      const r = await a.app.inject({ method, url, headers: h });
+      t.equal(r.statusCode, 400, `${method} ${JSON.stringify(k)} → ${r.body}`);
+      if (r.statusCode === 400) t.match(r.json().message, /^key: /, "names the field");
+    }
+    const p = await upload(a, h, [["workspace_id", "ws1"], ["path", k]], "x.txt", "x");
+    t.equal(p.statusCode, 400, `upload path ${JSON.stringify(k)}`);
+    const u = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { workspace_id: "ws1", filename: "x", path: k } });
+    t.equal(u.statusCode, 400, `upload-url path ${JSON.stringify(k)}`);
+  }
+  for (const name of ["..", "."]) {
+    const r = await upload(a, h, [["workspace_id", "ws1"]], name, "x");
+    t.equal(r.statusCode, 400, `file name ${name}`);
+  }
+  const listBad = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=../ws2/", headers: h });
+  t.equal(listBad.statusCode, 400);
+  t.match(listBad.json().message, /^prefix: /);
+  t.same(tree(a.dir).sort(), before, "the data directory is unchanged");
+  const secret = await a.store.get("orgs/acme/workspaces/ws2/secret.txt");
+  t.ok(secret, "the other workspace's file is untouched");
+
+  const unknownWs = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=nope", headers: h });
+  t.equal(unknownWs.statusCode, 404);
+  const noWs = await a.app.inject({ method: "GET", url: "/v1/files", headers: h });
+  t.equal(noWs.statusCode, 400);
+  t.match(noWs.json().message, /workspace_id/);
+  const json = await a.app.inject({ method: "POST", url: "/v1/files/upload", headers: { ...h, "content-type": "application/json" }, payload: { file: "x" } });
+  t.equal(json.statusCode, 415, "upload needs multipart/form-data");
+  const onlyField = multipartBody([["workspace_id", "ws1"]]);
+  const noFile = await a.app.inject({ method: "POST", url: "/v1/files/upload", headers: { ...h, ...onlyField.headers }, payload: onlyField.payload });
+  t.equal(noFile.statusCode, 400);
+  t.match(noFile.json().message, /^file: /);
+  const broken = await a.app.inject({ method: "POST", url: "/v1/files/upload", headers: { ...h, "content-type": "multipart/form-data; boundary=xyz" }, payload: "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\ntruncated" });
+  t.equal(broken.statusCode, 400, "a malformed multipart body is a 400, not a 500");
+  const badBody = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { workspace_id: "ws1" } });
+  t.equal(badBody.statusCode, 400);
+  t.match(badBody.json().message, /filename/);
+});
+
+t.test("large-file flow: upload-url → PUT → upload-confirm, and presigned URL checks", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const step1 = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { filename: "big.bam", workspace_id: "ws1", content_type: "application/octet-stream", size: 10, path: "bams" } });
+  t.equal(step1.statusCode, 200, step1.body);
+  const { uploadUrl, fileKey, expiresIn } = step1.json().data as { uploadUrl: string; fileKey: string; expiresIn: number };
+  t.equal(fileKey, "bams/big.bam");
+  t.equal(expiresIn, 3600);
+
+  const early = await a.app.inject({ method: "POST", url: "/v1/files/upload-confirm", headers: h, payload: { file_key: fileKey, workspace_id: "ws1", filename: "big.bam", size: 10 } });
+  t.equal(early.statusCode, 409, "confirm before the PUT");
+
+  const wrongType = await a.app.inject({ method: "PUT", url: localPath(uploadUrl), headers: { "content-type": "text/plain" }, payload: "0123456789" });
+  t.equal(wrongType.statusCode, 403, "content type is part of the signature");
+  const tampered = localPath(uploadUrl).replace(/signature=([0-9a-f])/, (_m, c: string) => `signature=${c === "0" ? "1" : "0"}`);
+  t.equal((await a.app.inject({ method: "PUT", url: tampered, headers: { "content-type": "application/octet-stream" }, payload: "x" })).statusCode, 403, "tampered signature");
+  const otherKey = localPath(uploadUrl).replace("big.bam", "evil.bam");
+  t.equal((await a.app.inject({ method: "PUT", url: otherKey, headers: { "content-type": "application/octet-stream" }, payload: "x" })).statusCode, 403, "tampered key");
+  t.equal((await a.app.inject({ method: "GET", url: localPath(uploadUrl) })).statusCode, 403, "a PUT URL does not GET");
+
+  const put = await a.app.inject({ method: "PUT", url: localPath(uploadUrl), headers: { "content-type": "application/octet-stream" }, payload: "0123456789" });
+  t.equal(put.statusCode, 200, put.body);
+  const mismatch = await a.app.inject({ method: "POST", url: "/v1/files/upload-confirm", headers: h, payload: { fileKey, workspace_id: "ws1", size: 11 } });
+  t.equal(mismatch.statusCode, 409, "size mismatch");
+  const ok = await a.app.inject({ method: "POST", url: "/v1/files/upload-confirm", headers: h, payload: { file_key: fileKey, workspace_id: "ws1", filename: "big.bam", size: 10 } });
+  t.equal(ok.statusCode, 200, ok.body);
+  t.match(ok.json().data, { key: "bams/big.bam", size: 10, sha256: sha("0123456789") });
+
+  const dl = await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=bams/big.bam", headers: h });
+  a.clock.advance(3601_000);
+  const expired = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl) });
+  t.equal(expired.statusCode, 403, "expired URL");
+  t.match(expired.json().message, /expired/);
+
+  const tooBig = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { filename: "huge.bam", workspace_id: "ws1", size: 6 * 1024 ** 3 } });
+  t.equal(tooBig.statusCode, 413, "over 5 GiB needs the multipart variant");
+});
+
+t.test("a client that disconnects mid-upload leaves no object and no temp file", async (t) => {
+  const { a, h } = await setup();
+  await a.app.listen({ port: 0, host: "127.0.0.1" });
+  t.teardown(() => a.close());
+  const { port } = a.app.server.address() as AddressInfo;
+  const boundary = "----operoncut";
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="workspace_id"\r\n\r\nws1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  await new Promise<void>((resolve) => {
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/files/upload", headers: { ...h, "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": 10_000_000 } });
+    req.on("error", () => undefined);
+    req.write(head);
+    req.write(Buffer.alloc(256 * 1024, 7));
+    setTimeout(() => { req.destroy(); resolve(); }, 200);
+  });
+  // The server notices the disconnect asynchronously: give it up to 3 s to clean up.
+  const leftovers = () => tree(a.dir).filter((p) => p.startsWith("objects/orgs") || p.startsWith("tmp/"));
+  for (let i = 0; i < 30 && leftovers().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+  t.same(tree(a.dir).filter((p) => p.startsWith("objects/orgs") || p.startsWith("tmp/")), [], "nothing stored, no temp file");
+});
+
+t.test("graceful shutdown lets an in-flight upload finish", async (t) => {
+  const { a } = await setup();
+  await a.app.listen({ port: 0, host: "127.0.0.1" });
+  const { port } = a.app.server.address() as AddressInfo;
+  const url = await a.store.presignPut("orgs/acme/workspaces/ws1/slow.bin", { expiresIn: 60 });
+  const path = localPath(url);
+  const done = new Promise<number>((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, method: "PUT", path, headers: { "content-length": 6 } }, (res) => { res.resume(); res.on("end", () => resolve(res.statusCode ?? 0)); });
+    req.on("error", reject);
+    req.write("abc");
+    setTimeout(() => {
+      const closing = a.app.close();
+      setTimeout(() => { req.end("def"); }, 150);
+      void closing;
+    }, 100);
+  });
+  t.equal(await done, 200, "the request started before close completes");
+  const got = await a.store.get("orgs/acme/workspaces/ws1/slow.bin");
+  const chunks: Buffer[] = [];
+  for await (const c of got.body) chunks.push(Buffer.from(c));
+  t.equal(Buffer.concat(chunks).toString(), "abcdef");
+  await a.close();
+});
+
+t.test("conversations: most recent first, limit, before, and workspace scoping", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  for (let i = 0; i < 5; i++) {
+    await a.service.saveConversation({
+      id: `c${i}`, organization: "acme", workspace_id: "ws1", title: `chat ${i}`,
+      created_at: `2026-11-0${i + 1}T00:00:00.000Z`, updated_at: `2026-11-1${(i * 3) % 5}T00:00:00.000Z`,
+      messages: Array.from({ length: i + 1 }, (_, k) => ({ role: k % 2 ? "assistant" : "user", content: `m${k}` })),
+    });
+  }
+  const order = ["c3", "c1", "c4", "c2", "c0"]; // updated_at days 19? no: (i*3)%5 → c0:0 c1:3 c2:1 c3:4 c4:2
+  const l = await a.app.inject({ method: "GET", url: "/v1/conversations?workspace_id=ws1&limit=2", headers: h });
+  t.equal(l.statusCode, 200, l.body);
+  t.same(l.json().data.map((c: { id: string }) => c.id), order.slice(0, 2));
+  t.equal(l.json().has_more, true);
+  t.equal(l.json().data[0].message_count, 4);
+  const next = await a.app.inject({ method: "GET", url: `/v1/conversations?workspace_id=ws1&limit=10&before=${l.json().next_cursor}`, headers: h });
+  t.same(next.json().data.map((c: { id: string }) => c.id), order.slice(2));
+  t.equal(next.json().has_more, false);
+  const one = await a.app.inject({ method: "GET", url: "/v1/conversations/c2?workspace_id=ws1", headers: h });
+  t.equal(one.statusCode, 200);
+  t.equal(one.json().data.messages.length, 3);
+  t.same(one.json().data.messages[1], { role: "assistant", content: "m1" });
+  const wrongWs = await a.app.inject({ method: "GET", url: "/v1/conversations/c2?workspace_id=ws2", headers: h });
+  t.equal(wrongWs.statusCode, 404, "not in that workspace");
+  const big = await a.app.inject({ method: "GET", url: "/v1/conversations?workspace_id=ws1&limit=101", headers: h });
+  t.equal(big.statusCode, 400);
+  t.match(big.json().message, /limit/);
+  const def = await a.app.inject({ method: "GET", url: "/v1/conversations?workspace_id=ws1", headers: h });
+  t.equal(def.json().data.length, 5, "default limit 20 covers all five");
+});
