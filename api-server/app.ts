@@ -64,8 +64,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook("onRequest", async (req, reply) => {
     req.startedAt = process.hrtime.bigint();
     reply.header("x-request-id", req.id);
-    const scope = req.routeOptions.config.scope;
-    if (!scope || scope === "public") return;
+    // Every matched route needs a key unless it says `public`: a route that forgot to declare
+    // its scope is closed, not open. Unmatched URLs go straight to the 404 handler.
+    if (req.routeOptions.url === undefined) return;
+    const scope = req.routeOptions.config.scope ?? "any";
+    if (scope === "public") return;
     const r = await auth.authenticate(req.headers);
     if ("failure" in r) {
       metrics.authFailures.inc({ reason: r.failure });

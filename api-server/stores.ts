@@ -50,16 +50,41 @@ export function generateKey(): string {
 
 export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
 
-async function readJson<T>(store: ObjectStore, key: string): Promise<T | undefined> {
+async function readJsonTagged<T>(store: ObjectStore, key: string): Promise<{ value: T; etag: string | undefined } | undefined> {
   try {
-    const { body } = await store.get(key);
+    const { body, info } = await store.get(key);
     const chunks: Buffer[] = [];
     for await (const c of body) chunks.push(Buffer.from(c));
-    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as T;
+    return { value: JSON.parse(Buffer.concat(chunks).toString("utf8")) as T, etag: info.etag };
   } catch (e) {
     if (e instanceof StoreError && e.code === "NotFound") return undefined;
     throw e;
   }
+}
+
+async function readJson<T>(store: ObjectStore, key: string): Promise<T | undefined> {
+  return (await readJsonTagged<T>(store, key))?.value;
+}
+
+/**
+ * Read-modify-write of one JSON record with optimistic concurrency: the write only lands if
+ * nobody changed the record since it was read (if-match on its etag); otherwise read again.
+ * `change` returns undefined when there is nothing to write.
+ */
+async function updateJson<T>(store: ObjectStore, key: string, change: (current: T) => T | undefined): Promise<T | undefined> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const cur = await readJsonTagged<T>(store, key);
+    if (!cur) return undefined;
+    const next = change(cur.value);
+    if (next === undefined) return cur.value;
+    try {
+      await store.put(key, JSON.stringify(next, null, 2), { contentType: "application/json", ...(cur.etag ? { ifMatch: cur.etag } : {}) });
+      return next;
+    } catch (e) {
+      if (!(e instanceof StoreError && e.code === "PreconditionFailed")) throw e;
+    }
+  }
+  throw new Error(`${key}: too many concurrent updates`);
 }
 
 const writeJson = (store: ObjectStore, key: string, value: unknown, ifNoneMatch?: boolean) =>
@@ -145,23 +170,17 @@ export class ServiceStore {
   }
 
   async revokeKey(id: string): Promise<KeyRecord | undefined> {
-    const rec = await this.getKey(id);
-    if (!rec) return undefined;
-    if (!rec.revoked_at) {
-      rec.revoked_at = this.now().toISOString();
-      await writeJson(this.store, `_system/keys/${id}.json`, rec);
-    }
-    return rec;
+    if (!/^key_[0-9a-f]{16}$/.test(id)) return undefined;
+    const at = this.now().toISOString();
+    return updateJson<KeyRecord>(this.store, `_system/keys/${id}.json`, (rec) => (rec.revoked_at ? undefined : { ...rec, revoked_at: at }));
   }
 
-  /** Records last use of many keys at once (the auth layer batches these). */
+  /** Records last use of many keys at once (the auth layer batches these); never undoes a revocation. */
   async touchKeys(uses: ReadonlyMap<string, string>): Promise<void> {
     for (const [id, at] of uses) {
-      const rec = await this.getKey(id);
-      if (rec && (!rec.last_used_at || rec.last_used_at < at)) {
-        rec.last_used_at = at;
-        await writeJson(this.store, `_system/keys/${id}.json`, rec);
-      }
+      if (!/^key_[0-9a-f]{16}$/.test(id)) continue;
+      await updateJson<KeyRecord>(this.store, `_system/keys/${id}.json`,
+        (rec) => (!rec.last_used_at || rec.last_used_at < at ? { ...rec, last_used_at: at } : undefined));
     }
   }
 

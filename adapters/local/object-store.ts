@@ -153,6 +153,8 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
       for (const { e, sortKey } of named) {
         const key = dirKey + sortKey;
         if (e.isDirectory()) {
+          // Service data stays out of listings unless asked for by prefix.
+          if (key === "_system/" && !prefix.startsWith("_system/")) continue;
           // Skip subtrees entirely outside the prefix or entirely before the cursor.
           if (!(key.startsWith(prefix) || prefix.startsWith(key))) continue;
           if (cursor !== undefined && key < cursor && !cursor.startsWith(key)) continue;
@@ -179,7 +181,10 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   async function describe(key: string, d: { sha256: string; contentType?: string; metadata?: Record<string, string> }): Promise<ObjectInfo> {
     const cur = await info(key);
     if (!cur) throw new StoreError("NotFound", `${key} not found`);
-    await writeSidecar(key, { sha256: d.sha256, ...(d.contentType ? { contentType: d.contentType } : {}), ...(d.metadata ? { metadata: d.metadata } : {}) });
+    // Fields not given are kept from what the object already had.
+    const contentType = d.contentType ?? cur.contentType;
+    const metadata = d.metadata ?? cur.metadata;
+    await writeSidecar(key, { sha256: d.sha256, ...(contentType ? { contentType } : {}), ...(metadata ? { metadata } : {}) });
     return (await info(key)) as ObjectInfo;
   }
 
