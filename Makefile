@@ -45,12 +45,14 @@ typecheck: install
 test: install debian-tools test-deps
 	node scripts/test.mjs
 
-# Until the api-server lands, `make run` builds Operon and shows the CLI.
+# Embedded Operon: one process, filesystem storage under ./.operon (OPERON_DATA_DIR).
+# The first start creates organization "default", workspace "default" and an API key.
 run: build
-	@node dist/cli/main.js --help
+	@node dist/cli/main.js serve
 
 bench: build
 	npx tsx bench/validate.bench.ts
+	npx tsx bench/api.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules
