@@ -50,6 +50,21 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   const metaOf = (key: string) => join(meta, `${key}.json`);
   const locks = new Map<string, Promise<unknown>>();
 
+  /**
+   * Listing cache, per directory: its sorted entries and each file's info (with the sidecar's
+   * checksum and metadata). This store owns its directory, so every write here invalidates
+   * the directory it touches; the directory's mtime is compared too, which catches files
+   * added or removed behind the store's back (not in-place edits of a file's bytes).
+   */
+  interface DirEntry { name: string; sortKey: string; isDir: boolean; info?: ObjectInfo }
+  const dirCache = new Map<string, { mtimeMs: number; checkedAt: number; entries: DirEntry[] }>();
+  /** Directories are re-checked against the disk at most this often (in-process writes invalidate at once). */
+  const RECHECK_MS = 1000;
+  const invalidate = (key: string) => {
+    const cut = key.lastIndexOf("/");
+    dirCache.delete(cut >= 0 ? key.slice(0, cut + 1) : "");
+  };
+
   /** Serializes conditional writes to one key (embedded mode is a single process). */
   async function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = locks.get(key) ?? Promise.resolve();
@@ -118,6 +133,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     try {
       if (options.ifMatch !== undefined || options.ifNoneMatch !== undefined) await withLock(key, commit);
       else await commit();
+      invalidate(key);
     } catch (e) {
       await rm(t, { force: true });
       if ((e as NodeJS.ErrnoException).code === "EEXIST") throw new StoreError("PreconditionFailed", `${key} already exists`);
@@ -146,13 +162,27 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     const baseDir = cut >= 0 ? prefix.slice(0, cut + 1) : "";
     const cursor = options.cursor;
     let more = false;
+    const entriesOf = async (dirKey: string): Promise<DirEntry[] | undefined> => {
+      const hit = dirCache.get(dirKey);
+      const now = clock.now();
+      if (hit && now - hit.checkedAt < RECHECK_MS) return hit.entries;
+      let st;
+      try { st = await stat(join(objects, dirKey)); } catch { return undefined; }
+      if (hit && hit.mtimeMs === st.mtimeMs) { hit.checkedAt = now; return hit.entries; }
+      let raw;
+      try { raw = await readdir(join(objects, dirKey), { withFileTypes: true }); } catch { return undefined; }
+      const entries = raw.map((e) => ({ name: e.name, isDir: e.isDirectory(), sortKey: e.name + (e.isDirectory() ? "/" : "") }))
+        .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
+      dirCache.set(dirKey, { mtimeMs: st.mtimeMs, checkedAt: now, entries });
+      if (dirCache.size > 10_000) dirCache.delete(dirCache.keys().next().value as string);
+      return entries;
+    };
     const walk = async (dirKey: string): Promise<boolean> => {
-      let entries;
-      try { entries = await readdir(join(objects, dirKey), { withFileTypes: true }); } catch { return true; }
-      const named = entries.map((e) => ({ e, sortKey: e.name + (e.isDirectory() ? "/" : "") })).sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
-      for (const { e, sortKey } of named) {
-        const key = dirKey + sortKey;
-        if (e.isDirectory()) {
+      const named = await entriesOf(dirKey);
+      if (!named) return true;
+      for (const e of named) {
+        const key = dirKey + e.sortKey;
+        if (e.isDir) {
           // Service data stays out of listings unless asked for by prefix.
           if (key === "_system/" && !prefix.startsWith("_system/")) continue;
           // Skip subtrees entirely outside the prefix or entirely before the cursor.
@@ -163,8 +193,8 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
         }
         if (!key.startsWith(prefix) || (cursor !== undefined && key <= cursor)) continue;
         if (items.length === options.limit) { more = true; return false; }
-        const i = await info(key, options.withMetadata === true);
-        if (i) items.push(i);
+        e.info ??= await info(key, true);
+        if (e.info) items.push(options.withMetadata ? e.info : { key, size: e.info.size, lastModified: e.info.lastModified });
       }
       return true;
     };
@@ -176,6 +206,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   async function del(key: string): Promise<void> {
     await rm(pathOf(key), { force: true });
     await rm(metaOf(key), { force: true });
+    invalidate(key);
   }
 
   async function describe(key: string, d: { sha256: string; contentType?: string; metadata?: Record<string, string> }): Promise<ObjectInfo> {
@@ -185,6 +216,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     const contentType = d.contentType ?? cur.contentType;
     const metadata = d.metadata ?? cur.metadata;
     await writeSidecar(key, { sha256: d.sha256, ...(contentType ? { contentType } : {}), ...(metadata ? { metadata } : {}) });
+    invalidate(key);
     return (await info(key)) as ObjectInfo;
   }
 

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
+import fastJson from "fast-json-stringify";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -19,7 +20,17 @@ export const UPLOAD_URL_SECONDS = 3600;
 /** A single presigned PUT is limited to 5 GiB (S3's limit); larger files use multipart (see README). */
 export const MAX_PRESIGNED_PUT_BYTES = 5 * 1024 ** 3;
 
-function fileView(ws: WorkspaceRecord, i: ObjectInfo) {
+type FileView = ReturnType<typeof renderFileView>;
+/** Views of unchanged (cached) ObjectInfo objects are rendered once. */
+const views = new WeakMap<ObjectInfo, FileView>();
+
+function fileView(ws: WorkspaceRecord, i: ObjectInfo): FileView {
+  let v = views.get(i);
+  if (!v || v.key !== i.key.slice(workspaceRoot(ws).length)) { v = renderFileView(ws, i); views.set(i, v); }
+  return v;
+}
+
+function renderFileView(ws: WorkspaceRecord, i: ObjectInfo) {
   const key = i.key.slice(workspaceRoot(ws).length);
   return {
     name: key.split("/").pop() ?? key,
@@ -31,6 +42,28 @@ function fileView(ws: WorkspaceRecord, i: ObjectInfo) {
     ...(i.metadata?.description !== undefined ? { description: i.metadata.description } : {}),
   };
 }
+
+/** The file list is the hottest response: serialized by a compiled serializer, not JSON.stringify. */
+const fileListJson = fastJson({
+  type: "object",
+  properties: {
+    data: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          name: { type: "string" }, key: { type: "string" }, size: { type: "integer" },
+          content_type: { type: ["string", "null"] }, last_modified: { type: "string" }, sha256: { type: ["string", "null"] },
+          description: { type: "string" },
+        },
+        required: ["name", "key", "size", "content_type", "last_modified", "sha256"],
+      },
+    },
+    has_more: { type: "boolean" },
+    next_cursor: { type: ["string", "null"] },
+  },
+  required: ["data", "has_more", "next_cursor"],
+} as Parameters<typeof fastJson>[0]);
 
 const encodeCursor = (k: string) => Buffer.from(k).toString("base64url");
 const decodeCursor = (c: string) => Buffer.from(c, "base64url").toString("utf8");
@@ -73,7 +106,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
         cursor: z.string().max(2048).optional(),
       }),
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
     const root = workspaceRoot(ws);
     let prefix = "";
@@ -89,7 +122,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       if (!cursor.startsWith(root + prefix)) throw badRequest("cursor", "not a cursor of this listing");
     }
     const page = await store.list(root + prefix, { limit: req.query.limit, withMetadata: true, ...(cursor ? { cursor } : {}) });
-    return listEnvelope(page.items.map((i) => fileView(ws, i)), page.nextCursor !== undefined, page.nextCursor ? encodeCursor(page.nextCursor) : null);
+    const body = listEnvelope(page.items.map((i) => fileView(ws, i)), page.nextCursor !== undefined, page.nextCursor ? encodeCursor(page.nextCursor) : null);
+    return reply.type("application/json; charset=utf-8").send(fileListJson(body));
   });
 
   r.post("/v1/files/upload", {
