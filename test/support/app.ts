@@ -30,7 +30,7 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> 
   const store = options.store ?? createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: SECRET, clock });
   const service = new ServiceStore(store);
   const app = await buildApp({
-    config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, storage: "local", signingSecret: SECRET },
+    config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, storage: options.store ? "s3" : "local", signingSecret: SECRET },
     store, service, clock,
     ...(options.maxUploadBytes !== undefined ? { maxUploadBytes: options.maxUploadBytes } : {}),
   });
