@@ -77,6 +77,11 @@ export interface ObjectStore {
   presignPut(key: string, options: PresignOptions): Promise<string>;
   /** Liveness of the backing store, for /readyz. */
   ping(): Promise<void>;
+  /**
+   * Optional: a number that changes whenever this store writes or deletes anything, for
+   * stores that own their data (the local one). Lets callers cache listings safely.
+   */
+  version?(): number;
 }
 
 /** Errors every ObjectStore adapter throws, so callers can map them to HTTP statuses. */

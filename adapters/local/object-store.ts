@@ -60,7 +60,9 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   const dirCache = new Map<string, { mtimeMs: number; checkedAt: number; entries: DirEntry[] }>();
   /** Directories are re-checked against the disk at most this often (in-process writes invalidate at once). */
   const RECHECK_MS = 1000;
+  let generation = 0;
   const invalidate = (key: string) => {
+    generation++;
     const cut = key.lastIndexOf("/");
     dirCache.delete(cut >= 0 ? key.slice(0, cut + 1) : "");
   };
@@ -232,5 +234,6 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     presignGet: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "GET", key, expires: expires(o) }),
     presignPut: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "PUT", key, expires: expires(o), ...(o.contentType ? { contentType: o.contentType } : {}) }),
     ping: async () => { await mkdir(objects, { recursive: true }); await stat(objects); },
+    version: () => generation,
   };
 }

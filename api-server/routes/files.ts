@@ -95,6 +95,14 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     throwFileSizeLimit: true,
   });
 
+  /**
+   * Serialized list pages, for stores that report a version (the local store): reused while
+   * the store's version is unchanged, and for at most a second (the local store's own
+   * re-check interval for changes made behind its back).
+   */
+  const pages = new Map<string, { body: string; version: number; at: number }>();
+  const PAGE_TTL_MS = 1000;
+
   r.get("/v1/files", {
     config,
     schema: {
@@ -121,9 +129,21 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       cursor = decodeCursor(req.query.cursor);
       if (!cursor.startsWith(root + prefix)) throw badRequest("cursor", "not a cursor of this listing");
     }
-    const page = await store.list(root + prefix, { limit: req.query.limit, withMetadata: true, ...(cursor ? { cursor } : {}) });
-    const body = listEnvelope(page.items.map((i) => fileView(ws, i)), page.nextCursor !== undefined, page.nextCursor ? encodeCursor(page.nextCursor) : null);
-    return reply.type("application/json; charset=utf-8").send(fileListJson(body));
+    const cacheKey = `${root}${prefix}\u0000${cursor ?? ""}\u0000${req.query.limit}`;
+    const version = store.version?.();
+    const now = app.operon.deps.clock.now();
+    const hit = version === undefined ? undefined : pages.get(cacheKey);
+    let json: string;
+    if (hit && hit.version === version && now - hit.at < PAGE_TTL_MS) json = hit.body;
+    else {
+      const page = await store.list(root + prefix, { limit: req.query.limit, withMetadata: true, ...(cursor ? { cursor } : {}) });
+      json = fileListJson(listEnvelope(page.items.map((i) => fileView(ws, i)), page.nextCursor !== undefined, page.nextCursor ? encodeCursor(page.nextCursor) : null));
+      if (version !== undefined && version === store.version?.()) {
+        pages.set(cacheKey, { body: json, version, at: now });
+        if (pages.size > 1000) pages.delete(pages.keys().next().value as string);
+      }
+    }
+    return reply.type("application/json; charset=utf-8").send(json);
   });
 
   r.post("/v1/files/upload", {

@@ -275,3 +275,25 @@ t.test("conversations: most recent first, limit, before, and workspace scoping",
   const def = await a.app.inject({ method: "GET", url: "/v1/conversations?workspace_id=ws1", headers: h });
   t.equal(def.json().data.length, 5, "default limit 20 covers all five");
 });
+
+t.test("listings are never stale after a write, and see outside changes within a second", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const keys = async () => (await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1", headers: h })).json().data.map((f: { key: string }) => f.key);
+  t.same(await keys(), []);
+  t.same(await keys(), [], "served from the page cache");
+  t.equal((await upload(a, h, [["workspace_id", "ws1"]], "a.txt", "a")).statusCode, 201);
+  t.same(await keys(), ["a.txt"], "an upload shows at once");
+  await a.store.put("orgs/acme/workspaces/ws1/b.txt", "b");
+  t.same(await keys(), ["a.txt", "b.txt"], "a write by another part of the process shows at once");
+  t.equal((await a.app.inject({ method: "DELETE", url: "/v1/files?workspace_id=ws1&key=a.txt", headers: h })).statusCode, 200);
+  t.same(await keys(), ["b.txt"], "a delete shows at once");
+  const other = (await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws2", headers: h })).json().data;
+  t.same(other, [], "pages are per workspace");
+  // A file that appears behind the store's back (another process writing into the data dir).
+  const { mkdirSync, writeFileSync } = await import("node:fs");
+  mkdirSync(join(a.dir, "objects/orgs/acme/workspaces/ws1"), { recursive: true });
+  writeFileSync(join(a.dir, "objects/orgs/acme/workspaces/ws1/c.txt"), "c");
+  a.clock.advance(1001);
+  t.same(await keys(), ["b.txt", "c.txt"], "seen after the one-second re-check");
+});
