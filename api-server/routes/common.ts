@@ -22,7 +22,7 @@ export function fileKey(ws: WorkspaceRecord, field: string, input: string): { ke
   return { key: n.path, storageKey: root + n.path };
 }
 
-export function requireAuth(req: FastifyRequest): AuthContext {
+export function requireAuth(req: Pick<FastifyRequest, "auth">): AuthContext {
   if (!req.auth) throw new ApiError("unauthorized", "an API key is required");
   return req.auth;
 }

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
 import fastJson from "fast-json-stringify";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { normalizeWorkspacePath } from "../../core/paths.js";
@@ -199,13 +199,19 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     return reply.status(201).send({ data: fileView(stored.ws, stored.info) });
   });
 
+  /** The file a request names by `workspace_id` and `key`, which must exist. */
+  async function existingFile(req: Pick<FastifyRequest, "auth">, q: { workspace_id: string; key: string }) {
+    const ws = await app.operon.auth.workspace(requireAuth(req), q.workspace_id);
+    const f = fileKey(ws, "key", q.key);
+    if (!(await store.head(f.storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(f.key)} not found`);
+    return f;
+  }
+
   r.get("/v1/files/download", {
     config,
     schema: { tags: ["files"], summary: "Presigned download URL (about 1 hour)", querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }) },
   }, async (req) => {
-    const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
-    const { key, storageKey } = fileKey(ws, "key", req.query.key);
-    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`);
+    const { key, storageKey } = await existingFile(req, req.query);
     const downloadUrl = await store.presignGet(storageKey, { expiresIn: DOWNLOAD_URL_SECONDS });
     return { data: { downloadUrl, key, expiresIn: DOWNLOAD_URL_SECONDS } };
   });
@@ -214,9 +220,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     config,
     schema: { tags: ["files"], summary: "Delete a file", querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }) },
   }, async (req) => {
-    const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
-    const { key, storageKey } = fileKey(ws, "key", req.query.key);
-    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`);
+    const { key, storageKey } = await existingFile(req, req.query);
     await store.delete(storageKey);
     return { data: { key, deleted: true } };
   });

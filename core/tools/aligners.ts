@@ -27,6 +27,21 @@ function indexCommand(description: string, prog: (ctx: BuildContext) => readonly
   };
 }
 
+/** Every align command stages the reference, then the reads (a mate in inputFile2 when paired). */
+function stageReads(p: Params) {
+  const s = new Stager(p);
+  const ref = s.file("reference");
+  const r1 = s.file("inputFile");
+  const r2 = s.optFile("inputFile2");
+  return { s, ref, r1, r2, output: outputPath(p, "outputFile", `${stem(r1)}.sam`) };
+}
+
+/** bowtie2 and hisat2 take the index prefix, then -U, or -1/-2 for pairs. */
+function stageIndexedReads(p: Params) {
+  const { s, ref, r1, r2, output } = stageReads(p);
+  return { s, r1, output, readArgs: ["-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1])] };
+}
+
 /* ---------- bwa ---------- */
 const BWA = ["index", "mem"] as const;
 export const bwa: ToolDefinition = {
@@ -44,11 +59,7 @@ export const bwa: ToolDefinition = {
       description: "Align single-end (inputFile) or paired-end (inputFile, inputFile2) reads; SAM to outputFile.",
       required: ["inputFile", "reference"],
       build(p, ctx) {
-        const s = new Stager(p);
-        const ref = s.file("reference");
-        const r1 = s.file("inputFile");
-        const r2 = s.optFile("inputFile2");
-        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        const { s, ref, r1, r2, output } = stageReads(p);
         return invocation(program(ctx, ["bwa"]), [
           "mem", ...flag("-t", optInt(p, "threads")), ...flag("-R", optStr(p, "readGroup")), ...(optBool(p, "markShorterSplits") ? ["-M"] : []),
           ...extraArgs(p), ref, r1, ...(r2 ? [r2] : []),
@@ -58,14 +69,6 @@ export const bwa: ToolDefinition = {
   },
 };
 
-/** bowtie2 and hisat2 share their read arguments: the index prefix, then -U, or -1/-2 for pairs. */
-function stageIndexedReads(p: Params) {
-  const s = new Stager(p);
-  const ref = s.file("reference");
-  const r1 = s.file("inputFile");
-  const r2 = s.optFile("inputFile2");
-  return { s, r1, readArgs: ["-x", ref, ...(r2 ? ["-1", r1, "-2", r2] : ["-U", r1])] };
-}
 
 /* ---------- bowtie2 ---------- */
 const BT2 = ["build", "align"] as const;
@@ -85,8 +88,7 @@ export const bowtie2: ToolDefinition = {
       description: "Align single-end or paired-end reads to an index (reference = the indexed FASTA); SAM to outputFile.",
       required: ["inputFile", "reference"],
       build(p, ctx) {
-        const { s, r1, readArgs } = stageIndexedReads(p);
-        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        const { s, output, readArgs } = stageIndexedReads(p);
         const preset = optEnum(p, "preset", ["very-fast", "fast", "sensitive", "very-sensitive"]);
         return invocation(program(ctx, ["bowtie2"]), [
           ...flag("-p", optInt(p, "threads")), ...(preset ? [`--${preset}`] : []), ...flag("--rg-id", optStr(p, "readGroupId")),
@@ -115,8 +117,7 @@ export const hisat2: ToolDefinition = {
       description: "Align single-end or paired-end RNA-seq reads (reference = the indexed FASTA); SAM to outputFile, alignment summary to outputFile2.",
       required: ["inputFile", "reference"],
       build(p, ctx) {
-        const { s, r1, readArgs } = stageIndexedReads(p);
-        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        const { s, r1, output, readArgs } = stageIndexedReads(p);
         const summary = outputPath(p, "outputFile2", `${stem(r1)}.hisat2-summary.txt`);
         return invocation(program(ctx, ["hisat2"]), [
           ...flag("-p", optInt(p, "threads")), ...(optBool(p, "noSpliced") ? ["--no-spliced-alignment"] : []),
@@ -154,11 +155,7 @@ export const minimap2: ToolDefinition = {
       description: "Align reads (inputFile, optional mate inputFile2) to a reference FASTA or .mmi; SAM to outputFile.",
       required: ["inputFile", "reference"],
       build(p, ctx) {
-        const s = new Stager(p);
-        const ref = s.file("reference");
-        const r1 = s.file("inputFile");
-        const r2 = s.optFile("inputFile2");
-        const output = outputPath(p, "outputFile", `${stem(r1)}.sam`);
+        const { s, ref, r1, r2, output } = stageReads(p);
         return invocation(program(ctx, ["minimap2"]), [
           "-a", ...flag("-x", optEnum(p, "preset", MM2_PRESETS)), ...flag("-t", optInt(p, "threads")), ...flag("-R", optStr(p, "readGroup")),
           ...extraArgs(p), "-o", output, ref, r1, ...(r2 ? [r2] : []),
