@@ -1,0 +1,145 @@
+/**
+ * The per-organization limit on concurrent compute tasks (spec: Limits; DESIGN §4), as pure
+ * bookkeeping. `allocate` hands an organization's free slots to its ready steps first come,
+ * first served (runs by creation time, then step order); the rest wait with a visible queue
+ * position and never fail. `Ledger` keeps the counts between reconciles the way Kueue's
+ * cache does: derived from observed steps, with slots "assumed" before a create and undone
+ * if the create fails, so two reconciles never both spend the last slot.
+ */
+
+export const DEFAULT_ORG_CONCURRENCY = 5;
+
+export interface Demand {
+  runId: string;
+  createdAt: number;
+  /** Ready steps of the run, in declaration order. */
+  ready: readonly string[];
+}
+
+export interface Allocation {
+  /** Per run, the ready steps that may start now. */
+  admitted: Map<string, string[]>;
+  /** Per run, the steps that wait for a slot, with their 1-based position in the org's queue. */
+  waiting: Map<string, Array<{ stepId: string; position: number }>>;
+}
+
+/** First come, first served: earlier runs first, then declaration order within a run. */
+export function allocate(limit: number, active: number, demands: readonly Demand[]): Allocation {
+  const ordered = [...demands].sort((a, b) => a.createdAt - b.createdAt || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+  let free = Math.max(0, limit - active);
+  let position = 0;
+  const admitted = new Map<string, string[]>();
+  const waiting = new Map<string, Array<{ stepId: string; position: number }>>();
+  for (const d of ordered) {
+    for (const stepId of d.ready) {
+      if (free > 0) {
+        free--;
+        admitted.set(d.runId, [...(admitted.get(d.runId) ?? []), stepId]);
+      } else {
+        waiting.set(d.runId, [...(waiting.get(d.runId) ?? []), { stepId, position: ++position }]);
+      }
+    }
+  }
+  return { admitted, waiting };
+}
+
+interface OrgBook {
+  /** Steps observed active (running), per run. */
+  active: Map<string, Set<string>>;
+  /** Steps assumed active: admitted and being created, not yet observed. */
+  assumed: Map<string, Set<string>>;
+  demands: Map<string, Demand>;
+}
+
+/** Per-organization bookkeeping shared by the reconciles of all runs (and synchronous tool runs). */
+export class Ledger {
+  private readonly orgs = new Map<string, OrgBook>();
+
+  constructor(private readonly limitOf: (org: string) => number = () => DEFAULT_ORG_CONCURRENCY) {}
+
+  private book(org: string): OrgBook {
+    let b = this.orgs.get(org);
+    if (!b) { b = { active: new Map(), assumed: new Map(), demands: new Map() }; this.orgs.set(org, b); }
+    return b;
+  }
+
+  /**
+   * Level-triggered update from what was observed of one run: the steps the executor knows
+   * (in any phase), those of them still running, and the run's ready steps. An assumed step
+   * stops being "assumed" once the executor knows it — even if it already finished between
+   * two reconciles, which would otherwise leak its slot.
+   */
+  observe(org: string, runId: string, createdAt: number, seen: { known: Iterable<string>; running: readonly string[]; ready: readonly string[] }): void {
+    const b = this.book(org);
+    const { running, ready } = seen;
+    if (running.length) b.active.set(runId, new Set(running)); else b.active.delete(runId);
+    const assumed = b.assumed.get(runId);
+    if (assumed) {
+      for (const s of seen.known) assumed.delete(s);
+      if (assumed.size === 0) b.assumed.delete(runId);
+    }
+    const inFlight = b.assumed.get(runId) ?? new Set<string>();
+    const stillReady = ready.filter((s) => !inFlight.has(s));
+    if (stillReady.length) b.demands.set(runId, { runId, createdAt, ready: stillReady }); else b.demands.delete(runId);
+  }
+
+  /** Forgets a finished or deleted run. */
+  remove(org: string, runId: string): void {
+    const b = this.orgs.get(org);
+    if (!b) return;
+    b.active.delete(runId);
+    b.assumed.delete(runId);
+    b.demands.delete(runId);
+  }
+
+  /** Running plus assumed steps of the organization. */
+  inUse(org: string): number {
+    const b = this.orgs.get(org);
+    if (!b) return 0;
+    let n = 0;
+    for (const s of b.active.values()) n += s.size;
+    for (const s of b.assumed.values()) n += s.size;
+    return n;
+  }
+
+  limit(org: string): number { return this.limitOf(org); }
+
+  /** The allocation for the whole organization at this moment. */
+  allocation(org: string): Allocation {
+    const b = this.book(org);
+    return allocate(this.limitOf(org), this.inUse(org), [...b.demands.values()]);
+  }
+
+  /** Marks `stepIds` of `runId` as taking a slot before they are created ("assume"). */
+  assume(org: string, runId: string, stepIds: readonly string[]): void {
+    if (stepIds.length === 0) return;
+    const b = this.book(org);
+    const set = b.assumed.get(runId) ?? new Set<string>();
+    for (const s of stepIds) set.add(s);
+    b.assumed.set(runId, set);
+    const d = b.demands.get(runId);
+    if (d) {
+      const ready = d.ready.filter((s) => !set.has(s));
+      if (ready.length) b.demands.set(runId, { ...d, ready }); else b.demands.delete(runId);
+    }
+  }
+
+  /** Undoes an assumption whose create failed, freeing the slot. */
+  undo(org: string, runId: string, stepId: string): void {
+    const set = this.orgs.get(org)?.assumed.get(runId);
+    set?.delete(stepId);
+    if (set && set.size === 0) this.orgs.get(org)?.assumed.delete(runId);
+  }
+
+  /**
+   * Takes one slot now for a synchronous task (e.g. a tool run) if one is free and nobody
+   * queued earlier is waiting; returns a release function, or undefined when it must wait.
+   */
+  tryAcquire(org: string, taskId: string): (() => void) | undefined {
+    const b = this.book(org);
+    const waitingAhead = [...b.demands.values()].reduce((n, d) => n + d.ready.length, 0);
+    if (this.inUse(org) + waitingAhead >= this.limitOf(org)) return undefined;
+    this.assume(org, taskId, [taskId]);
+    return () => this.undo(org, taskId, taskId);
+  }
+}

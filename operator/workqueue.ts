@@ -1,0 +1,140 @@
+/**
+ * A work queue with client-go's semantics (util/workqueue), the heart of a level-triggered
+ * controller: a key waiting in the queue is held once however often it is added; a key
+ * being processed is never handed out again until `done`, and if it was added meanwhile it
+ * is queued again after `done`; `addAfter` delays an add; `addRateLimited` delays it by a
+ * per-key exponential backoff that `forget` resets. Time comes from an injectable clock.
+ */
+
+export interface QueueClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): { cancel(): void };
+}
+
+export const realQueueClock: QueueClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+export interface WorkQueueOptions {
+  clock?: QueueClock;
+  /** First retry delay of addRateLimited (doubles per failure). */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+export class WorkQueue<K = string> {
+  private readonly queue: K[] = [];
+  private readonly dirty = new Set<K>();
+  private readonly processing = new Set<K>();
+  private readonly failures = new Map<K, number>();
+  private readonly delayed = new Map<K, { at: number; timer: { cancel(): void } }>();
+  private readonly waiters: Array<(k: K | undefined) => void> = [];
+  private shuttingDown = false;
+  private readonly clock: QueueClock;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(options: WorkQueueOptions = {}) {
+    this.clock = options.clock ?? realQueueClock;
+    this.baseDelayMs = options.baseDelayMs ?? 5;
+    this.maxDelayMs = options.maxDelayMs ?? 60_000;
+  }
+
+  /** Marks `key` as needing work. Deduplicated while it waits; deferred while it is processed. */
+  add(key: K): void {
+    if (this.shuttingDown || this.dirty.has(key)) return;
+    this.dirty.add(key);
+    if (this.processing.has(key)) return;
+    const w = this.waiters.shift();
+    if (w) { this.dirty.delete(key); this.processing.add(key); w(key); return; }
+    this.queue.push(key);
+  }
+
+  /** Adds `key` after `ms`; an earlier pending delayed add of the same key wins. */
+  addAfter(key: K, ms: number): void {
+    if (this.shuttingDown) return;
+    if (ms <= 0) { this.add(key); return; }
+    const at = this.clock.now() + ms;
+    const existing = this.delayed.get(key);
+    if (existing && existing.at <= at) return;
+    existing?.timer.cancel();
+    const timer = this.clock.setTimeout(() => { this.delayed.delete(key); this.add(key); }, ms);
+    this.delayed.set(key, { at, timer });
+  }
+
+  /** Adds `key` after its backoff: base · 2^(failures so far), capped. */
+  addRateLimited(key: K): void {
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    this.addAfter(key, Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** n));
+  }
+
+  /** Clears the backoff of `key` (after a successful reconcile). */
+  forget(key: K): void { this.failures.delete(key); }
+
+  numRequeues(key: K): number { return this.failures.get(key) ?? 0; }
+
+  /** Waits for the next key; undefined once shut down and drained. */
+  get(): Promise<K | undefined> {
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      return Promise.resolve(key);
+    }
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Ends processing of `key`; if it was added meanwhile, it is queued again now. */
+  done(key: K): void {
+    this.processing.delete(key);
+    if (this.dirty.has(key)) {
+      this.dirty.delete(key);
+      this.add(key);
+    }
+  }
+
+  get length(): number { return this.queue.length; }
+  get processingCount(): number { return this.processing.size; }
+
+  /** Stops accepting keys, cancels delayed adds and wakes every waiting `get` with undefined. */
+  shutDown(): void {
+    this.shuttingDown = true;
+    for (const d of this.delayed.values()) d.timer.cancel();
+    this.delayed.clear();
+    for (const w of this.waiters.splice(0)) w(undefined);
+  }
+}
+
+/**
+ * Runs `reconcile` on keys from `queue` with `workers` concurrent workers. A key is never
+ * reconciled twice at once (the queue guarantees it). A result with `requeueAfterMs` adds the
+ * key again after that time; a thrown error retries it with backoff.
+ */
+export async function runWorkers<K>(queue: WorkQueue<K>, workers: number,
+  reconcile: (key: K) => Promise<{ requeueAfterMs?: number } | void>,
+  onError: (key: K, error: unknown) => void = () => undefined): Promise<void> {
+  const worker = async () => {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      try {
+        const r = await reconcile(key);
+        queue.forget(key);
+        if (r && r.requeueAfterMs !== undefined) queue.addAfter(key, r.requeueAfterMs);
+      } catch (e) {
+        onError(key, e);
+        queue.addRateLimited(key);
+      } finally {
+        queue.done(key);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: workers }, worker));
+}

@@ -1,0 +1,189 @@
+import t from "tap";
+import fc from "fast-check";
+import { planRun, readySteps, stepTimeoutMs, WAITING_REASON, type ObservedStep, type PlanInput, type PlanStep } from "../../core/plan.js";
+import { allocate, Ledger } from "../../core/quota.js";
+
+const diamond: PlanStep[] = [
+  { stepId: "a" },
+  { stepId: "b", dependsOn: ["a"], timeout: 1000 },
+  { stepId: "c", dependsOn: ["a"] },
+  { stepId: "d", dependsOn: ["b", "c"] },
+];
+const all = (ids: string[]) => ({ admitted: new Set(ids), positions: new Map<string, number>() });
+const obs = (o: Record<string, ObservedStep>) => new Map(Object.entries(o));
+const base = (over: Partial<PlanInput> = {}): PlanInput => ({ steps: diamond, observed: new Map(), cancelRequested: false, now: 10_000, admission: all(["a", "b", "c", "d"]), ...over });
+const statuses = (p: ReturnType<typeof planRun>) => Object.fromEntries(p.steps.map((s) => [s.stepId, s.status]));
+
+t.test("planRun table", async (t) => {
+  const cases: Array<{ name: string; input: PlanInput; start: string[]; status: string; steps: Record<string, string>; kill?: Array<{ stepId: string; reason: string }>; progress?: number; requeue?: number; error?: RegExp }> = [
+    { name: "fresh run: the root starts", input: base(), start: ["a"], status: "running", steps: { a: "running", b: "pending", c: "pending", d: "pending" }, progress: 0 },
+    { name: "fresh run without a slot: queued, waiting with its position",
+      input: base({ admission: { admitted: new Set(), positions: new Map([["a", 3]]) } }),
+      start: [], status: "queued", steps: { a: "waiting", b: "pending", c: "pending", d: "pending" } },
+    { name: "root done: both branches start in parallel",
+      input: base({ observed: obs({ a: { phase: "completed" } }) }), start: ["b", "c"], status: "running", steps: { a: "completed", b: "running", c: "running", d: "pending" }, progress: 25 },
+    { name: "one slot: first branch starts, second waits",
+      input: base({ observed: obs({ a: { phase: "completed" } }), admission: { admitted: new Set(["b"]), positions: new Map([["c", 1]]) } }),
+      start: ["b"], status: "running", steps: { a: "completed", b: "running", c: "waiting", d: "pending" } },
+    { name: "the join waits for both parents",
+      input: base({ observed: obs({ a: { phase: "completed" }, b: { phase: "completed" }, c: { phase: "running", startedAt: 9000 } }) }),
+      start: [], status: "running", steps: { a: "completed", b: "completed", c: "running", d: "pending" }, progress: 50 },
+    { name: "all completed",
+      input: base({ observed: obs({ a: { phase: "completed" }, b: { phase: "completed" }, c: { phase: "completed" }, d: { phase: "completed" } }) }),
+      start: [], status: "completed", steps: { a: "completed", b: "completed", c: "completed", d: "completed" }, progress: 100 },
+    { name: "a failure: nothing new starts while a sibling still runs",
+      input: base({ observed: obs({ a: { phase: "completed" }, b: { phase: "failed", exitCode: 2, message: "samtools: truncated file" }, c: { phase: "running", startedAt: 9000 } }) }),
+      start: [], status: "running", steps: { a: "completed", b: "failed", c: "running", d: "skipped" } },
+    { name: "a failure: once nothing runs, the run fails with the step's error",
+      input: base({ observed: obs({ a: { phase: "completed" }, b: { phase: "failed", exitCode: 2, message: "samtools: truncated file" }, c: { phase: "completed" } }) }),
+      start: [], status: "failed", steps: { a: "completed", b: "failed", c: "completed", d: "skipped" }, error: /step b failed: samtools: truncated file/ },
+    { name: "cancel: running steps are killed, the rest cancelled",
+      input: base({ cancelRequested: true, observed: obs({ a: { phase: "completed" }, b: { phase: "running", startedAt: 9000 }, c: { phase: "running", startedAt: 9000 } }) }),
+      start: [], status: "running", kill: [{ stepId: "b", reason: "cancelled" }, { stepId: "c", reason: "cancelled" }], steps: { a: "completed", b: "running", c: "running", d: "cancelled" } },
+    { name: "cancel: once nothing runs, the run is cancelled",
+      input: base({ cancelRequested: true, observed: obs({ a: { phase: "completed" }, b: { phase: "cancelled" } }) }),
+      start: [], status: "cancelled", steps: { a: "completed", b: "cancelled", c: "cancelled", d: "cancelled" } },
+    { name: "timeout: a step past its timeout is killed",
+      input: base({ now: 10_000, observed: obs({ a: { phase: "completed" }, b: { phase: "running", startedAt: 8_999 }, c: { phase: "running", startedAt: 9_500 } }) }),
+      start: [], status: "running", kill: [{ stepId: "b", reason: "timeout" }], steps: { a: "completed", b: "running", c: "running", d: "pending" } },
+    { name: "timeout not yet due: come back when it is",
+      input: base({ now: 10_000, observed: obs({ a: { phase: "completed" }, b: { phase: "running", startedAt: 9_400 }, c: { phase: "completed" } }) }),
+      start: [], status: "running", requeue: 400, steps: { a: "completed", b: "running", c: "completed", d: "pending" } },
+  ];
+  for (const c of cases) {
+    t.test(c.name, async (t) => {
+      const p = planRun(c.input);
+      t.same(p.start, c.start, "start");
+      t.equal(p.status, c.status, "status");
+      t.same(statuses(p), c.steps, "step statuses");
+      t.same(p.kill, c.kill ?? [], "kill");
+      if (c.progress !== undefined) t.equal(p.progressPct, c.progress, "progress");
+      if (c.requeue !== undefined) t.equal(p.requeueAfterMs, c.requeue, "requeue");
+      if (c.error) t.match(p.error, c.error);
+      else t.equal(p.error, undefined);
+      t.same(planRun(c.input), p, "planning again gives the same plan");
+    });
+  }
+});
+
+t.test("a waiting step shows its reason and queue position", async (t) => {
+  const p = planRun(base({ admission: { admitted: new Set(), positions: new Map([["a", 7]]) } }));
+  t.same(p.steps[0], { stepId: "a", status: "waiting", waitingReason: WAITING_REASON, queuePosition: 7 });
+});
+
+t.test("timeouts are clamped to 2 hours", async (t) => {
+  t.equal(stepTimeoutMs({ stepId: "x", timeout: 9_000_000 }), 7_200_000);
+  t.equal(stepTimeoutMs({ stepId: "x" }), 7_200_000);
+  t.equal(stepTimeoutMs({ stepId: "x", timeout: 5 }), 5);
+});
+
+t.test("allocate: first come, first served across runs", async (t) => {
+  const a = allocate(5, 2, [
+    { runId: "late", createdAt: 30, ready: ["x", "y"] },
+    { runId: "early", createdAt: 10, ready: ["a", "b"] },
+    { runId: "mid", createdAt: 20, ready: ["c"] },
+  ]);
+  t.same(Object.fromEntries(a.admitted), { early: ["a", "b"], mid: ["c"] });
+  t.same(Object.fromEntries(a.waiting), { late: [{ stepId: "x", position: 1 }, { stepId: "y", position: 2 }] });
+  const full = allocate(5, 5, [{ runId: "r", createdAt: 1, ready: ["a"] }]);
+  t.same(full.admitted.size, 0, "no free slot");
+  t.same(full.waiting.get("r"), [{ stepId: "a", position: 1 }]);
+  const over = allocate(5, 7, [{ runId: "r", createdAt: 1, ready: ["a"] }]);
+  t.same(over.admitted.size, 0, "over the limit (a lowered limit) admits nothing and never goes negative");
+});
+
+t.test("allocate property: never more than the free slots, admitted is a prefix of the FIFO order", async (t) => {
+  fc.assert(fc.property(
+    fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 12 }),
+    fc.uniqueArray(fc.record({ runId: fc.string({ minLength: 1, maxLength: 4 }), createdAt: fc.integer({ min: 0, max: 50 }), ready: fc.uniqueArray(fc.constantFrom("s1", "s2", "s3", "s4"), { maxLength: 4 }) }), { maxLength: 8, selector: (d: { runId: string }) => d.runId }),
+    (limit, active, demands) => {
+      const a = allocate(limit, active, demands);
+      const admitted = [...a.admitted.values()].flat().length;
+      const waiting = [...a.waiting.values()].flat();
+      const totalReady = demands.reduce((n, d) => n + d.ready.length, 0);
+      const positions = waiting.map((w) => w.position).sort((x, y) => x - y);
+      return admitted <= Math.max(0, limit - active) && admitted + waiting.length === totalReady
+        && positions.every((p, i) => p === i + 1)
+        && (waiting.length === 0 || admitted === Math.max(0, limit - active));
+    }), { numRuns: 500 });
+  t.pass("property held");
+});
+
+t.test("Ledger: assume before create, undo on failure, observe replaces assumptions", async (t) => {
+  const l = new Ledger(() => 2);
+  l.observe("acme", "r1", 1, { known: [], running: [], ready: ["a", "b", "c"] });
+  let alloc = l.allocation("acme");
+  t.same(alloc.admitted.get("r1"), ["a", "b"]);
+  l.assume("acme", "r1", ["a", "b"]);
+  t.equal(l.inUse("acme"), 2, "assumed slots count");
+  t.same(l.allocation("acme").admitted.size, 0, "no double spending while creates are in flight");
+  t.same(l.allocation("acme").waiting.get("r1"), [{ stepId: "c", position: 1 }]);
+  l.observe("acme", "r1", 1, { known: [], running: [], ready: ["c"] });
+  t.equal(l.inUse("acme"), 2, "an assumption survives a reconcile that does not see the step yet");
+  l.undo("acme", "r1", "b");
+  t.equal(l.inUse("acme"), 1, "a failed create frees its slot");
+  l.observe("acme", "r1", 1, { known: ["a"], running: ["a"], ready: ["b", "c"] });
+  t.equal(l.inUse("acme"), 1, "observed running replaces the assumption, not added to it");
+  alloc = l.allocation("acme");
+  t.same(alloc.admitted.get("r1"), ["b"]);
+  t.equal(l.tryAcquire("acme", "tool-1"), undefined, "a synchronous task waits behind queued steps");
+  l.observe("acme", "r1", 1, { known: ["a", "b"], running: [], ready: ["c"] });
+  t.equal(l.inUse("acme"), 0, "steps that started and finished between two reconciles free their slots");
+  l.observe("acme", "r1", 1, { known: ["a"], running: ["a"], ready: ["b", "c"] });
+  l.remove("acme", "r1");
+  t.equal(l.inUse("acme"), 0);
+  const release = l.tryAcquire("acme", "tool-1");
+  t.ok(release, "free slot: a synchronous task takes it");
+  t.equal(l.inUse("acme"), 1);
+  release?.();
+  t.equal(l.inUse("acme"), 0, "and gives it back");
+  t.equal(l.inUse("globex"), 0, "organizations are separate");
+});
+
+/**
+ * Simulation: several organizations, each with several runs of random DAGs, reconciled in a
+ * random order through Ledger + planRun, steps finishing in a random order. The number of
+ * running steps per organization never exceeds the limit, and every run completes.
+ */
+t.test("simulation: the limit holds per organization and every run completes", async (t) => {
+  const dagArb = fc.integer({ min: 1, max: 6 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) =>
+    fc.subarray(Array.from({ length: i }, (_, k) => `s${k}`)).map((deps) => ({ stepId: `s${i}`, dependsOn: deps })))));
+  fc.assert(fc.property(
+    fc.integer({ min: 1, max: 5 }),
+    fc.array(fc.record({ org: fc.constantFrom("o1", "o2", "o3"), steps: dagArb }), { minLength: 1, maxLength: 8 }),
+    fc.infiniteStream(fc.nat()),
+    (limit, runsIn, choices) => {
+      const ledger = new Ledger(() => limit);
+      const runs = runsIn.map((r, i) => ({ id: `r${i}`, org: r.org, createdAt: i, steps: r.steps as PlanStep[], observed: new Map<string, ObservedStep>(), status: "queued" }));
+      const pick = choices[Symbol.iterator]();
+      const next = (n: number) => (pick.next().value as number) % n;
+      for (let tick = 0; tick < 500; tick++) {
+        const open = runs.filter((r) => r.status !== "completed");
+        if (open.length === 0) return true;
+        // Reconcile one run (level-triggered), or finish one running step.
+        const running = open.flatMap((r) => [...r.observed].filter(([, o]) => o.phase === "running").map(([s]) => ({ r, s })));
+        if (running.length > 0 && next(2) === 0) {
+          const { r, s } = running[next(running.length)] as { r: (typeof runs)[number]; s: string };
+          r.observed.set(s, { phase: "completed" });
+          continue;
+        }
+        const r = open[next(open.length)] as (typeof runs)[number];
+        const runningHere = [...r.observed].filter(([, o]) => o.phase === "running").map(([s]) => s);
+        ledger.observe(r.org, r.id, r.createdAt, { known: r.observed.keys(), running: runningHere, ready: readySteps(r.steps, r.observed) });
+        const alloc = ledger.allocation(r.org);
+        const admitted = new Set(alloc.admitted.get(r.id) ?? []);
+        const positions = new Map((alloc.waiting.get(r.id) ?? []).map((w) => [w.stepId, w.position]));
+        const plan = planRun({ steps: r.steps, observed: r.observed, cancelRequested: false, now: tick, admission: { admitted, positions } });
+        ledger.assume(r.org, r.id, plan.start);
+        for (const s of plan.start) r.observed.set(s, { phase: "running", startedAt: tick });
+        r.status = plan.status;
+        if (plan.status === "completed") ledger.remove(r.org, r.id);
+        for (const org of ["o1", "o2", "o3"]) {
+          const active = runs.filter((x) => x.org === org).reduce((n, x) => n + [...x.observed.values()].filter((o) => o.phase === "running").length, 0);
+          if (active > limit) return false;
+        }
+      }
+      return runs.every((r) => r.status === "completed");
+    }), { numRuns: 300 });
+  t.pass("property held");
+});
