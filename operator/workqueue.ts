@@ -50,6 +50,11 @@ export class WorkQueue<K = string> {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
     if (this.processing.has(key)) return;
+    this.enqueue(key);
+  }
+
+  /** Hands a dirty key to a waiting `get`, or queues it. */
+  private enqueue(key: K): void {
     const w = this.waiters.shift();
     if (w) { this.dirty.delete(key); this.processing.add(key); w(key); return; }
     this.queue.push(key);
@@ -91,13 +96,13 @@ export class WorkQueue<K = string> {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Ends processing of `key`; if it was added meanwhile, it is queued again now. */
+  /**
+   * Ends processing of `key`; if it was added meanwhile, it is queued again now — even during
+   * shut-down, since that add was accepted before it (a change is never lost).
+   */
   done(key: K): void {
     this.processing.delete(key);
-    if (this.dirty.has(key)) {
-      this.dirty.delete(key);
-      this.add(key);
-    }
+    if (this.dirty.has(key)) this.enqueue(key);
   }
 
   get length(): number { return this.queue.length; }
