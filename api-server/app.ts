@@ -20,6 +20,9 @@ import { fileRoutes } from "./routes/files.js";
 import { storageRoutes } from "./routes/storage.js";
 import { systemRoutes } from "./routes/system.js";
 import { workspaceRoutes } from "./routes/workspaces.js";
+import { pipelineRoutes } from "./routes/pipelines.js";
+import { toolRoutes } from "./routes/tools.js";
+import type { Engine } from "./engine.js";
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> & { signingSecret: string };
@@ -29,6 +32,8 @@ export interface AppDeps {
   logger?: boolean | object;
   /** Largest small upload (default 500 MB). */
   maxUploadBytes?: number;
+  /** The pipeline engine; without it the pipelines routes are absent. */
+  engine?: Engine;
 }
 
 export type RouteScope = Scope | "any" | "public";
@@ -160,6 +165,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes, { maxUploadBytes: deps.maxUploadBytes ?? MAX_UPLOAD_BYTES });
   await app.register(conversationRoutes);
   if (deps.config.storage === "local") await app.register(storageRoutes);
+  await app.register(toolRoutes);
+  if (deps.engine) await app.register(pipelineRoutes, { engine: deps.engine });
 
   app.addHook("onClose", async () => { await auth.stop(); });
   return app;

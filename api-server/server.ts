@@ -13,6 +13,9 @@ import type { ObjectStore } from "../core/ports.js";
 import { createLocalObjectStore } from "../adapters/local/object-store.js";
 import { createS3ObjectStore } from "../adapters/s3/object-store.js";
 import { buildApp } from "./app.js";
+import { createEngine, type Engine } from "./engine.js";
+import { createLocalRunStore } from "../adapters/local/run-store.js";
+import { createProcessExecutor } from "../adapters/local/process-executor.js";
 import { SCOPES, ServiceStore } from "./stores.js";
 
 /** The signing secret: configured, or generated once and kept in the data dir (embedded). */
@@ -43,6 +46,15 @@ export async function createStore(config: Config, secret: string): Promise<Objec
 
 export interface Runtime { config: Config; store: ObjectStore; service: ServiceStore; secret: string }
 
+/** Embedded mode's engine: JSON run store and child-process executor under the data dir. */
+export async function createEmbeddedEngine(rt: Runtime, log: (s: string) => void): Promise<{ engine: Engine; stop(): Promise<void> }> {
+  const dataDir = resolve(rt.config.OPERON_DATA_DIR);
+  const executor = createProcessExecutor({ dataDir, store: rt.store });
+  await executor.recover();
+  const engine = createEngine({ runs: createLocalRunStore(dataDir), executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, log });
+  return { engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
+}
+
 export async function createRuntime(config: Config): Promise<Runtime> {
   const secret = await signingSecret(config);
   const store = await createStore(config, secret);
@@ -65,12 +77,15 @@ export async function bootstrap(rt: Runtime): Promise<string | undefined> {
 export async function startServer(config: Config, log: (s: string) => void): Promise<FastifyInstance> {
   const rt = await createRuntime(config);
   const key = await bootstrap(rt);
+  const embedded = config.OPERON_MODE === "embedded" ? await createEmbeddedEngine(rt, log) : undefined;
   const app = await buildApp({
     config: { ...config, signingSecret: rt.secret },
     store: rt.store,
     service: rt.service,
     logger: { level: process.env.LOG_LEVEL ?? "info" },
+    ...(embedded ? { engine: embedded.engine } : {}),
   });
+  if (embedded) app.addHook("onClose", async () => { await embedded.stop(); });
   app.operon.auth.start();
   await app.listen({ port: config.PORT, host: config.host });
   const base = config.publicUrl;

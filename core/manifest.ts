@@ -6,6 +6,7 @@
  * Checksums are lowercase hex SHA-256.
  */
 import { z } from "zod";
+import type { RunRecord } from "./ports.js";
 import { PipelineSpecSchema } from "./spec/schema.js";
 
 export const MANIFEST_SCHEMA_VERSION = 1;
@@ -71,3 +72,56 @@ export const RunManifestSchema = z.object({
 export type RunManifest = z.infer<typeof RunManifestSchema>;
 export type ManifestStep = z.infer<typeof ManifestStepSchema>;
 export type ManifestOutputFile = z.infer<typeof ManifestOutputFileSchema>;
+
+/**
+ * `run.json` for a run record (pure): the spec as executed, concrete parameters, input
+ * checksums, and per step its status, timing, outputs and provenance of the tool.
+ */
+export function buildManifest(run: RunRecord, now: number): RunManifest {
+  const ms = (iso: string | null) => (iso ? Date.parse(iso) : null);
+  const started = ms(run.startedAt) ?? ms(run.createdAt) ?? now;
+  const completed = ms(run.completedAt);
+  return {
+    schemaVersion: MANIFEST_SCHEMA_VERSION,
+    executionId: run.id,
+    pipelineId: run.pipelineId,
+    pipelineName: run.name,
+    status: run.status,
+    workspaceId: run.workspace,
+    organizationId: run.organization,
+    outputFolder: run.outputFolder,
+    startedAt: run.startedAt ?? run.createdAt,
+    completedAt: run.completedAt,
+    durationMs: (completed ?? now) - started,
+    stepsTotal: run.steps.length,
+    stepsCompleted: run.steps.filter((s) => s.status === "completed").length,
+    stepsFailed: run.steps.filter((s) => s.status === "failed").length,
+    parameters: run.parameters,
+    inputChecksums: run.inputChecksums,
+    pipelineDefinition: run.spec,
+    steps: run.steps.map((s, i) => {
+      const x = s;
+      const spec = run.spec.steps.find((st) => st.stepId === s.stepId);
+      const started = ms(s.startedAt);
+      const done = ms(s.completedAt);
+      return {
+        stepId: s.stepId,
+        stepNumber: i + 1,
+        toolName: s.toolName,
+        toolVersion: x.toolVersion ?? null,
+        imageDigest: x.imageDigest ?? null,
+        taskDefinitionArn: x.jobName ?? null,
+        status: s.status,
+        dependsOn: spec?.dependsOn ?? [],
+        startedAt: s.startedAt,
+        completedAt: s.completedAt,
+        durationMs: started !== null && done !== null ? done - started : null,
+        outputFiles: s.outputs.map((o) => ({ filename: o.filename, s3Key: o.key, size: o.size, checksum: o.sha256 })),
+        ...(s.error ? { error: s.error } : {}),
+        ...(x.command ? { command: x.command } : {}),
+        ...(x.argv ? { argv: x.argv } : {}),
+        ...(x.executable ? { executable: x.executable } : {}),
+      };
+    }),
+  };
+}

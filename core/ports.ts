@@ -3,6 +3,8 @@
  * declares them; adapters/ implement them (filesystem, S3, Kubernetes), so the engine and
  * every HTTP route are the same code in embedded and cluster mode (DESIGN §3).
  */
+import type { PipelineSpec } from "./spec/schema.js";
+import type { Invocation } from "./tools/types.js";
 
 /** Bytes as a stream: a Node Readable satisfies it, and so does any async iterable of chunks. */
 export type ByteStream = AsyncIterable<Uint8Array>;
@@ -95,4 +97,123 @@ export class StoreError extends Error {
 /** Time, injectable so that TTLs, expiry and timeouts are testable. */
 export interface Clock {
   now(): number;
+}
+
+/* ------------------------------------------------------------------ pipeline runs */
+
+export type RunStatusValue = "queued" | "running" | "completed" | "failed" | "cancelled";
+export type StepStatusValue = "pending" | "waiting" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+
+/** An output file a step produced, as stored. */
+export interface StepOutput {
+  /** Path relative to the run folder. */
+  filename: string;
+  /** For a primary output: its position (0 is `${step.outputFile}`, 1 is `${step.outputFile2}`). */
+  position?: number;
+  /** Full storage key. */
+  key: string;
+  size: number;
+  sha256: string;
+}
+
+export interface StepRecord {
+  stepId: string;
+  toolName: string;
+  status: StepStatusValue;
+  waitingReason?: string;
+  queuePosition?: number;
+  startedAt: string | null;
+  completedAt: string | null;
+  exitCode: number | null;
+  error: string | null;
+  attempt: number;
+  outputs: StepOutput[];
+  /** Provenance: the subcommand and argv as run, and what the executor reports of the tool. */
+  command?: string;
+  argv?: string[];
+  toolVersion?: string | null;
+  imageDigest?: string | null;
+  executable?: { path: string; sha256: string };
+  jobName?: string;
+}
+
+/** A pipeline run as stored (local JSON file or PipelineRun custom resource). */
+export interface RunRecord {
+  id: string;
+  organization: string;
+  workspace: string;
+  pipelineId: string;
+  name: string;
+  source: { kind: "builtin" | "spec_file" | "inline"; ref?: string };
+  /** The spec exactly as executed. */
+  spec: PipelineSpec;
+  /** Concrete input values, defaults applied (file inputs workspace-relative). */
+  parameters: Record<string, string>;
+  inputChecksums: Record<string, { s3Key: string; checksum: string; size: number }>;
+  /** Workspace-relative run folder, e.g. `pipelines/2026-11-21T22-40-05Z`. */
+  outputFolder: string;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  status: RunStatusValue;
+  progressPct: number;
+  error: string | null;
+  cancelRequested: boolean;
+  steps: StepRecord[];
+  submittedBy: string;
+}
+
+export interface RunStore {
+  create(run: RunRecord): Promise<void>;
+  get(id: string): Promise<RunRecord | undefined>;
+  /** Newest first; without an organization, every run (the operator's start-up resync). */
+  list(filter: { organization?: string; workspace?: string }): Promise<RunRecord[]>;
+  /** Read-modify-write; `change` returns the new record (or undefined to leave it). */
+  update(id: string, change: (run: RunRecord) => RunRecord | undefined): Promise<RunRecord | undefined>;
+  /** Calls `fn` with a run id whenever that run is created or changed. */
+  watch(fn: (id: string) => void): () => void;
+}
+
+/** One step handed to an executor: everything it needs, already resolved. */
+export interface StepTask {
+  runId: string;
+  organization: string;
+  stepId: string;
+  attempt: number;
+  toolName: string;
+  invocation: Invocation;
+  /** Storage key prefix of the workspace (`orgs/<org>/workspaces/<ws>/`). */
+  workspaceRoot: string;
+  /** Storage key prefix of the run folder, ending in `/`. */
+  runRoot: string;
+  timeoutMs: number;
+}
+
+/** What an executor reports of a step it was given. */
+export interface ObservedStepState {
+  phase: "running" | "completed" | "failed" | "cancelled";
+  attempt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  exitCode?: number | null;
+  message?: string;
+  outputs?: StepOutput[];
+  toolVersion?: string | null;
+  imageDigest?: string | null;
+  executable?: { path: string; sha256: string };
+  jobName?: string;
+}
+
+/** Runs steps: local child processes (embedded) or Kubernetes Jobs (cluster). */
+export interface StepExecutor {
+  /** Starts the step; a step already known (same run, step and attempt) is not started twice. */
+  submit(task: StepTask): Promise<void>;
+  /** Every step of the run the executor knows, by step id. */
+  observe(runId: string): Promise<Map<string, ObservedStepState>>;
+  /** Stops a running step (SIGTERM, then SIGKILL); it ends `failed` (timeout) or `cancelled`. */
+  kill(runId: string, stepId: string, reason: "timeout" | "cancelled"): Promise<void>;
+  /** Calls `fn` with a run id whenever one of its steps changes phase. */
+  watch(fn: (runId: string) => void): () => void;
+  /** The step's log so far (stdout when not captured, and stderr). */
+  logs(runId: string, stepId: string): Promise<string | undefined>;
 }

@@ -1,0 +1,258 @@
+/**
+ * Embedded mode's StepExecutor: each step is a child process (argv array, never a shell) in
+ * its own working directory under `<data dir>/work/<run>/<step>-<attempt>/`, with a clean
+ * environment. Inputs are staged from the object store with their secondary files; stdout
+ * goes to the declared file (or the log), stderr to the log; on success every declared
+ * output is uploaded to the run folder with its SHA-256. A step's state is kept in a file
+ * beside it, so a restarted server still knows what finished. Policy for a step whose
+ * process vanished (the server stopped while it ran): it is forgotten and started again as
+ * the next attempt, since it produced nothing that was published.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { createReadStream, createWriteStream, openSync, closeSync } from "node:fs";
+import { access, constants, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { basename, delimiter, dirname, join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import { secondaryCandidates } from "../../core/tools/index.js";
+import { StoreError, type Clock, type ObjectStore, type ObservedStepState, type StepExecutor, type StepOutput, type StepTask } from "../../core/ports.js";
+
+const KILL_GRACE_MS = 5000;
+const LOG_TAIL = 2000;
+
+interface Entry { state: ObservedStepState; child?: ChildProcess; killReason?: "timeout" | "cancelled"; dir: string }
+
+/** Where a secondary file of `source` lands beside `local` (same suffix, or a replaced extension). */
+export function secondaryLocal(source: string, candidate: string, local: string): string {
+  if (candidate.startsWith(source)) return local + candidate.slice(source.length);
+  const srcBase = basename(source);
+  const candBase = basename(candidate);
+  let i = 0;
+  while (i < srcBase.length && srcBase[i] === candBase[i]) i++;
+  const localBase = basename(local);
+  const keep = localBase.length - (srcBase.length - i);
+  return join(dirname(local), localBase.slice(0, Math.max(0, keep)) + candBase.slice(i));
+}
+
+export interface ProcessExecutorOptions {
+  dataDir: string;
+  store: ObjectStore;
+  clock?: Clock;
+  /** PATH for the tools (default: the server's PATH). */
+  path?: string;
+}
+
+export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecutor & { recover(): Promise<void>; shutdown(): Promise<void> } {
+  const clock = opts.clock ?? { now: () => Date.now() };
+  const root = join(opts.dataDir, "work");
+  const runs = new Map<string, Map<string, Entry>>();
+  const events = new EventEmitter();
+  events.setMaxListeners(100);
+  const versionCache = new Map<string, Promise<{ path: string; sha256: string; version: string | null } | undefined>>();
+  const PATH = opts.path ?? process.env.PATH ?? "/usr/bin:/bin";
+
+  const stepsOf = (runId: string) => { let m = runs.get(runId); if (!m) { m = new Map(); runs.set(runId, m); } return m; };
+  const changed = (runId: string) => events.emit("change", runId);
+
+  async function persist(runId: string, stepId: string, e: Entry): Promise<void> {
+    await writeFile(join(e.dir, "state.json"), JSON.stringify({ stepId, ...e.state }));
+  }
+
+  async function which(cmd: string): Promise<string | undefined> {
+    if (cmd.includes("/")) return cmd;
+    for (const d of PATH.split(delimiter)) {
+      const p = join(d, cmd);
+      try { await access(p, constants.X_OK); return p; } catch { /* next */ }
+    }
+    return undefined;
+  }
+
+  /** The executable's path and sha256, and the tool's version as it reports it (cached). */
+  function describeExecutable(cmd: string) {
+    let p = versionCache.get(cmd);
+    if (!p) {
+      p = (async () => {
+        const path = await which(cmd);
+        if (!path) return undefined;
+        const h = createHash("sha256");
+        await pipeline(createReadStream(path), h);
+        const version = await probeVersion(path);
+        return { path, sha256: h.digest("hex"), version };
+      })();
+      versionCache.set(cmd, p);
+    }
+    return p;
+  }
+
+  function probeVersion(path: string): Promise<string | null> {
+    return new Promise((resolve) => {
+      const child = spawn(path, ["--version"], { stdio: ["ignore", "pipe", "pipe"], env: { PATH, LANG: "C.UTF-8" }, timeout: 20_000 });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+      child.stderr.on("data", (d: Buffer) => { out += d.toString(); });
+      child.on("error", () => resolve(null));
+      child.on("close", () => {
+        const m = /(?:version[:\s]+v?)?(\d+\.\d+(?:\.\d+)?(?:[.-][0-9A-Za-z]+)?)/i.exec(out);
+        resolve(m ? (m[1] as string) : null);
+      });
+    });
+  }
+
+  async function stage(task: StepTask, dir: string): Promise<void> {
+    for (const input of task.invocation.inputs) {
+      const key = task.workspaceRoot + input.source;
+      const dest = join(dir, input.local);
+      await mkdir(dirname(dest), { recursive: true });
+      try {
+        const { body } = await opts.store.get(key);
+        await pipeline(body, createWriteStream(dest));
+      } catch (e) {
+        if (e instanceof StoreError && e.code === "NotFound") throw new Error(`input ${input.param}: ${input.source} not found in the workspace`, { cause: e });
+        throw e;
+      }
+      for (const cand of secondaryCandidates(input.source)) {
+        const info = await opts.store.head(task.workspaceRoot + cand);
+        if (!info) continue;
+        const { body } = await opts.store.get(task.workspaceRoot + cand);
+        await pipeline(body, createWriteStream(join(dir, secondaryLocal(input.source, cand, input.local))));
+      }
+    }
+    for (const d of task.invocation.mkdirs) await mkdir(join(dir, d), { recursive: true });
+  }
+
+  async function publish(task: StepTask, dir: string): Promise<StepOutput[]> {
+    const outputs: StepOutput[] = [];
+    for (const o of task.invocation.outputs) {
+      for (const [i, path] of [o.path, ...o.secondary].entries()) {
+        const local = join(dir, path);
+        const exists = await stat(local).then((s) => s.isFile(), () => false);
+        if (!exists) {
+          if (i === 0) throw new Error(`declared output ${path} was not produced`);
+          continue;
+        }
+        const key = task.runRoot + path;
+        const info = await opts.store.put(key, createReadStream(local));
+        outputs.push({ filename: path, key, size: info.size, sha256: info.sha256 as string, ...(i === 0 ? { position: task.invocation.outputs.indexOf(o) } : {}) });
+      }
+    }
+    return outputs;
+  }
+
+  async function tail(file: string): Promise<string> {
+    try { const s = await readFile(file, "utf8"); return s.slice(-LOG_TAIL); } catch { return ""; }
+  }
+
+  async function run(task: StepTask, e: Entry): Promise<void> {
+    const log = join(e.dir, "step.log");
+    const finish = async (state: Partial<ObservedStepState>) => {
+      e.state = { ...e.state, ...state, finishedAt: clock.now() };
+      delete e.child;
+      await persist(task.runId, task.stepId, e);
+      try { await opts.store.put(`${task.runRoot}logs/${task.stepId}.log`, createReadStream(log)); } catch { /* no log yet */ }
+      changed(task.runId);
+    };
+    try {
+      await stage(task, e.dir);
+    } catch (err) {
+      await writeFile(log, `staging failed: ${err instanceof Error ? err.message : String(err)}\n`, { flag: "a" });
+      await finish({ phase: "failed", exitCode: null, message: err instanceof Error ? err.message : String(err) });
+      return;
+    }
+    const exe = await describeExecutable(task.invocation.argv[0] as string);
+    if (!exe) {
+      await finish({ phase: "failed", exitCode: null, message: `${task.invocation.argv[0]} is not installed (not on PATH)` });
+      return;
+    }
+    e.state = { ...e.state, toolVersion: exe.version, imageDigest: null, executable: { path: exe.path, sha256: exe.sha256 } };
+    const logFd = openSync(log, "a");
+    const outFd = task.invocation.stdout ? openSync(join(e.dir, task.invocation.stdout), "w") : logFd;
+    const env = { PATH, HOME: e.dir, LANG: "C.UTF-8", TMPDIR: join(e.dir, "tmp") };
+    await mkdir(env.TMPDIR, { recursive: true });
+    const child = spawn(task.invocation.argv[0] as string, task.invocation.argv.slice(1), { cwd: e.dir, env, stdio: ["ignore", outFd, logFd], detached: false });
+    e.child = child;
+    const code = await new Promise<number | null>((resolve) => {
+      child.on("error", (err) => { void writeFile(log, `${err.message}\n`, { flag: "a" }); resolve(null); });
+      child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : null)));
+    });
+    closeSync(logFd);
+    if (outFd !== logFd) closeSync(outFd);
+    if (e.killReason === "cancelled") { await finish({ phase: "cancelled", exitCode: code, message: "cancelled" }); return; }
+    if (e.killReason === "timeout") { await finish({ phase: "failed", exitCode: code, message: `timed out after ${task.timeoutMs} ms` }); return; }
+    if (code !== 0) {
+      const stderr = (await tail(log)).trim();
+      await finish({ phase: "failed", exitCode: code, message: `exit code ${code}${stderr ? `; stderr: ${stderr.slice(-500)}` : ""}` });
+      return;
+    }
+    try {
+      const outputs = await publish(task, e.dir);
+      await finish({ phase: "completed", exitCode: 0, outputs });
+    } catch (err) {
+      await finish({ phase: "failed", exitCode: 0, message: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  return {
+    async submit(task) {
+      const steps = stepsOf(task.runId);
+      const known = steps.get(task.stepId);
+      if (known && known.state.attempt >= task.attempt) return;
+      const dir = join(root, task.runId, `${task.stepId}-${task.attempt}`);
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir, { recursive: true });
+      const e: Entry = { state: { phase: "running", attempt: task.attempt, startedAt: clock.now() }, dir };
+      steps.set(task.stepId, e);
+      await persist(task.runId, task.stepId, e);
+      changed(task.runId);
+      void run(task, e).catch(async (err: unknown) => {
+        e.state = { ...e.state, phase: "failed", message: err instanceof Error ? err.message : String(err), finishedAt: clock.now() };
+        await persist(task.runId, task.stepId, e).catch(() => undefined);
+        changed(task.runId);
+      });
+    },
+    async observe(runId) {
+      return new Map([...(runs.get(runId) ?? new Map<string, Entry>())].map(([id, e]) => [id, { ...e.state }]));
+    },
+    async kill(runId, stepId, reason) {
+      const e = runs.get(runId)?.get(stepId);
+      if (!e?.child || e.state.phase !== "running") return;
+      e.killReason = reason;
+      const child = e.child;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => { if (e.child === child) child.kill("SIGKILL"); }, KILL_GRACE_MS);
+      t.unref();
+    },
+    watch(fn) { events.on("change", fn); return () => events.off("change", fn); },
+    async logs(runId, stepId) {
+      const e = runs.get(runId)?.get(stepId);
+      if (!e) return undefined;
+      try { return await readFile(join(e.dir, "step.log"), "utf8"); } catch { return ""; }
+    },
+    /** Reloads finished steps after a restart; steps whose process vanished are forgotten. */
+    async recover() {
+      let runIds: string[];
+      try { runIds = await readdir(root); } catch { return; }
+      for (const runId of runIds) {
+        let dirs: string[];
+        try { dirs = await readdir(join(root, runId)); } catch { continue; }
+        for (const d of dirs) {
+          const dir = join(root, runId, d);
+          let saved: ObservedStepState & { stepId: string };
+          try { saved = JSON.parse(await readFile(join(dir, "state.json"), "utf8")) as ObservedStepState & { stepId: string }; } catch { continue; }
+          const { stepId, ...state } = saved;
+          const steps = stepsOf(runId);
+          const cur = steps.get(stepId);
+          if (state.phase === "running") {
+            // The process is gone with the old server. Keep the attempt number so the next one is higher.
+            if (!cur || cur.state.attempt < state.attempt) steps.set(stepId, { state: { ...state, phase: "failed", message: "lost: the server stopped while the step ran" }, dir });
+            continue;
+          }
+          if (!cur || cur.state.attempt <= state.attempt) steps.set(stepId, { state, dir });
+        }
+      }
+    },
+    async shutdown() {
+      for (const steps of runs.values()) for (const e of steps.values()) if (e.child) { e.killReason ??= "cancelled"; e.child.kill("SIGKILL"); }
+    },
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The pipeline engine as the api-server sees it: submission (spec source, validation, inputs
+ * checked against the workspace before anything starts), cancellation, and the operator
+ * loop (reconciler + controller) wired to a run store and an executor. Embedded mode wires
+ * the local adapters; cluster mode will wire the Kubernetes ones to the same code.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
+import type { Issue } from "../core/issues.js";
+import type { Clock, ObjectStore, RunRecord, RunStore, StepExecutor } from "../core/ports.js";
+import { Ledger } from "../core/quota.js";
+import { resolveInputs } from "../core/spec/resolve.js";
+import type { PipelineSpec } from "../core/spec/schema.js";
+import { validateSpec } from "../core/spec/validate.js";
+import { startController } from "../operator/controller.js";
+import { createReconciler, workspaceRootOf } from "../operator/reconciler.js";
+
+export interface Engine {
+  runs: RunStore;
+  executor: StepExecutor;
+  ledger: Ledger;
+  builtins: ReadonlyMap<string, PipelineSpec>;
+  submit(input: SubmitInput): Promise<{ ok: true; run: RunRecord } | { ok: false; status: 400 | 422; code: string; message: string; errors: Issue[] }>;
+  cancel(run: RunRecord): Promise<RunRecord>;
+  stop(): Promise<void>;
+}
+
+export interface SubmitInput {
+  organization: string;
+  workspace: string;
+  keyId: string;
+  spec: PipelineSpec | unknown;
+  pipelineId?: string;
+  name?: string;
+  source: RunRecord["source"];
+  input: Record<string, unknown>;
+}
+
+/** The built-in pipelines shipped in `pipelines/builtin/` (found from source or dist). */
+export function loadBuiltins(): Map<string, PipelineSpec> {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4 && !existsSync(join(dir, "pipelines/builtin")); i++) dir = dirname(dir);
+  const base = join(dir, "pipelines/builtin");
+  const out = new Map<string, PipelineSpec>();
+  if (!existsSync(base)) return out;
+  for (const f of readdirSync(base).filter((n) => n.endsWith(".pipeline.json")).sort()) {
+    const spec = JSON.parse(readFileSync(join(base, f), "utf8")) as PipelineSpec;
+    out.set(spec.id ?? f.replace(/\.pipeline\.json$/, ""), spec);
+  }
+  return out;
+}
+
+export function createEngine(deps: { runs: RunStore; executor: StepExecutor; store: ObjectStore; clock: Clock; orgConcurrency: (org: string) => number; workers?: number; log?: (msg: string) => void }): Engine {
+  const ledger = new Ledger(deps.orgConcurrency);
+  const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock });
+  const controller = startController({
+    runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
+    onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),
+  });
+  const builtins = loadBuiltins();
+
+  /** The run folder: a UTC timestamp, suffixed when a run of the same second already took it. */
+  async function uniqueFolder(root: string, now: number): Promise<string> {
+    const base = `pipelines/${runFolderName(now)}`;
+    for (let n = 1; ; n++) {
+      const folder = n === 1 ? base : `${base}-${n}`;
+      const page = await deps.store.list(`${root}${folder}/`, { limit: 1 });
+      if (page.items.length === 0 && !reserved.has(`${root}${folder}`)) { reserved.add(`${root}${folder}`); return folder; }
+    }
+  }
+  const reserved = new Set<string>();
+
+  return {
+    runs: deps.runs,
+    executor: deps.executor,
+    ledger,
+    builtins,
+    async submit(input) {
+      const check = validateSpec(input.spec);
+      if (!check.valid) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid: ${check.errors.map((e) => `${e.path || "/"}: ${e.message}`).join("; ")}`, errors: check.errors };
+      const spec = input.spec as PipelineSpec;
+      const inputs = resolveInputs(spec, input.input);
+      if (!inputs.ok) return { ok: false, status: 422, code: "validation_failed", message: inputs.errors.map((e) => e.message).join("; "), errors: inputs.errors };
+      const root = workspaceRootOf({ organization: input.organization, workspace: input.workspace });
+      // Every file input must exist before anything starts.
+      const inputChecksums: RunRecord["inputChecksums"] = {};
+      const missing: Issue[] = [];
+      for (const decl of spec.inputs ?? []) {
+        if (decl.type !== "file") continue;
+        const path = inputs.values[decl.name] as string;
+        const info = await deps.store.head(root + path);
+        if (!info) { missing.push({ code: "input_not_found", path: `/input/${decl.name}`, message: `input "${decl.name}": ${path} not found in workspace ${input.workspace}` }); continue; }
+        inputChecksums[decl.name] = { s3Key: info.key, checksum: info.sha256 ?? "", size: info.size };
+      }
+      if (missing.length) return { ok: false, status: 422, code: "validation_failed", message: missing.map((m) => m.message).join("; "), errors: missing };
+      const now = deps.clock.now();
+      const id = `run-${ulid(now, randomBytes(10))}`;
+      if (!RUN_ID.test(id)) throw new Error(`bad run id ${id}`);
+      const run: RunRecord = {
+        id,
+        organization: input.organization,
+        workspace: input.workspace,
+        pipelineId: input.pipelineId ?? spec.id ?? "inline",
+        name: input.name ?? spec.name ?? spec.id ?? "pipeline",
+        source: input.source,
+        spec,
+        parameters: inputs.values,
+        inputChecksums,
+        outputFolder: await uniqueFolder(root, now),
+        createdAt: new Date(now).toISOString(),
+        startedAt: null,
+        completedAt: null,
+        status: "queued",
+        progressPct: 0,
+        error: null,
+        cancelRequested: false,
+        steps: spec.steps.map((s) => ({ stepId: s.stepId, toolName: s.toolName, status: "pending", startedAt: null, completedAt: null, exitCode: null, error: null, attempt: 0, outputs: [] })),
+        submittedBy: input.keyId,
+      };
+      await deps.runs.create(run);
+      return { ok: true, run };
+    },
+    async cancel(run) {
+      return (await deps.runs.update(run.id, (r) => (r.cancelRequested || ["completed", "failed", "cancelled"].includes(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
+    },
+    stop: () => controller.stop(),
+  };
+}

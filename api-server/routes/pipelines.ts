@@ -1,0 +1,223 @@
+/**
+ * The pipelines API (spec: Pipelines; DESIGN §6): validate, run (from a built-in id, a spec
+ * file in the workspace or an inline spec), poll, list, cancel, step logs, save a finished
+ * run as a spec, and the pipeline definitions. Scope `tools`; workspace restrictions apply.
+ */
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { MAX_SPEC_BYTES, type PipelineSpec } from "../../core/spec/schema.js";
+import { extractSpec } from "../../core/save-spec.js";
+import { RunManifestSchema, buildManifest } from "../../core/manifest.js";
+import { validateSpec } from "../../core/spec/validate.js";
+import { StoreError, type RunRecord } from "../../core/ports.js";
+import { RUN_ID } from "../../core/ids.js";
+import { ApiError, badRequest } from "../errors.js";
+import type { Engine } from "../engine.js";
+import type { WorkspaceRecord } from "../stores.js";
+import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
+
+export function runView(run: RunRecord) {
+  const root = workspaceRoot({ organization: run.organization, id: run.workspace });
+  return {
+    id: run.id,
+    status: run.status,
+    progress_pct: run.progressPct,
+    output_paths: run.steps.flatMap((s) => s.outputs.map((o) => o.key.slice(root.length))),
+    pipeline_id: run.pipelineId,
+    name: run.name,
+    workspace_id: run.workspace,
+    created_at: run.createdAt,
+    started_at: run.startedAt,
+    completed_at: run.completedAt,
+    error: run.error,
+    output_folder: run.outputFolder,
+    manifest_path: `${run.outputFolder}/run.json`,
+    steps: run.steps.map((s) => ({
+      step_id: s.stepId, tool: s.toolName, status: s.status, started_at: s.startedAt, completed_at: s.completedAt,
+      exit_code: s.exitCode, error: s.error, waiting_reason: s.waitingReason ?? null, ...(s.queuePosition !== undefined ? { queue_position: s.queuePosition } : {}),
+    })),
+  };
+}
+
+export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engine }): Promise<void> {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { engine } = opts;
+  const { store } = app.operon.deps;
+  const config = { scope: "tools" as const };
+
+  async function readSpecFile(ws: WorkspaceRecord, path: string): Promise<{ spec: unknown; key: string }> {
+    const { key, storageKey } = fileKey(ws, "spec_file", path);
+    const info = await store.head(storageKey);
+    if (!info) throw new ApiError("not_found", `spec_file: ${key} not found`, { field: "spec_file" });
+    if (info.size > MAX_SPEC_BYTES) throw new ApiError("payload_too_large", `spec_file: ${key} is ${info.size} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
+    const { body } = await store.get(storageKey);
+    const chunks: Buffer[] = [];
+    for await (const c of body) chunks.push(Buffer.from(c));
+    try { return { spec: JSON.parse(Buffer.concat(chunks).toString("utf8")), key }; } catch (e) {
+      throw new ApiError("invalid_request", `spec_file: ${key} is not valid JSON (${e instanceof Error ? e.message : String(e)})`, { field: "spec_file" });
+    }
+  }
+
+  async function runOf(req: { auth?: unknown }, id: string, workspace?: string): Promise<RunRecord> {
+    const auth = requireAuth(req as never);
+    const run = RUN_ID.test(id) ? await engine.runs.get(id) : undefined;
+    if (!run || run.organization !== auth.organization) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found`);
+    if (workspace !== undefined && run.workspace !== workspace) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`);
+    await app.operon.auth.workspace(auth, run.workspace);
+    return run;
+  }
+
+  r.post("/v1/pipelines/validate", {
+    config,
+    schema: { tags: ["pipelines"], summary: "Validate a spec (same checks as a run)", body: z.object({ workspace_id: workspaceId, spec_file: z.string().min(1).max(1024).optional(), spec: z.unknown().optional() }) },
+  }, async (req) => {
+    const ws = await app.operon.auth.workspace(requireAuth(req), req.body.workspace_id);
+    if ((req.body.spec_file === undefined) === (req.body.spec === undefined)) throw badRequest("spec_file", "give exactly one of spec_file or spec");
+    const spec = req.body.spec_file !== undefined ? (await readSpecFile(ws, req.body.spec_file)).spec : req.body.spec;
+    return { data: validateSpec(spec) };
+  });
+
+  r.post("/v1/pipelines", {
+    config,
+    schema: {
+      tags: ["pipelines"], summary: "Start a run from a built-in pipeline, a spec file or an inline spec",
+      body: z.object({
+        workspace_id: workspaceId,
+        pipeline_id: z.string().min(1).max(128).optional(),
+        tool_id: z.string().min(1).max(128).optional(),
+        spec_file: z.string().min(1).max(1024).optional(),
+        spec: z.unknown().optional(),
+        input: z.record(z.string(), z.unknown()).default({}),
+      }),
+    },
+  }, async (req, reply) => {
+    const auth = requireAuth(req);
+    const b = req.body;
+    const builtinId = b.pipeline_id ?? b.tool_id;
+    const sources = [builtinId !== undefined, b.spec_file !== undefined, b.spec !== undefined].filter(Boolean).length;
+    if (sources !== 1) throw new ApiError("invalid_request", "give exactly one of pipeline_id, spec_file or spec", { field: "pipeline_id" });
+    const ws = await app.operon.auth.workspace(auth, b.workspace_id);
+    let spec: unknown;
+    let source: RunRecord["source"];
+    let name: string | undefined;
+    if (builtinId !== undefined) {
+      const found = engine.builtins.get(builtinId);
+      if (!found) throw new ApiError("not_found", `pipeline_id: no built-in pipeline ${JSON.stringify(builtinId)} (built-in: ${[...engine.builtins.keys()].join(", ")})`, { field: "pipeline_id", valid_values: [...engine.builtins.keys()] });
+      spec = found;
+      source = { kind: "builtin", ref: builtinId };
+    } else if (b.spec_file !== undefined) {
+      const f = await readSpecFile(ws, b.spec_file);
+      spec = f.spec;
+      source = { kind: "spec_file", ref: f.key };
+      name = (f.key.split("/").pop() ?? f.key).replace(/\.pipeline\.json$|\.json$/, "");
+    } else {
+      spec = b.spec;
+      source = { kind: "inline" };
+    }
+    const res = await engine.submit({ organization: auth.organization, workspace: ws.id, keyId: auth.keyId, spec, source, input: b.input, ...(name ? { name } : {}) });
+    if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
+    return reply.status(201).send({ data: runView(res.run) });
+  });
+
+  r.get("/v1/pipelines", {
+    config,
+    schema: { tags: ["pipelines"], summary: "List runs", querystring: z.object({ workspace_id: workspaceId, limit: z.coerce.number().int().min(1).max(100).default(20), status: z.enum(["queued", "running", "completed", "failed", "cancelled"]).optional() }) },
+  }, async (req) => {
+    const auth = requireAuth(req);
+    const ws = await app.operon.auth.workspace(auth, req.query.workspace_id);
+    const runs = (await engine.runs.list({ organization: auth.organization, workspace: ws.id })).filter((x) => !req.query.status || x.status === req.query.status);
+    return listEnvelope(runs.slice(0, req.query.limit).map(runView), runs.length > req.query.limit, null);
+  });
+
+  r.get("/v1/pipelines/definitions", {
+    config,
+    schema: { tags: ["pipelines"], summary: "Built-in pipelines and the workspace's saved specs", querystring: z.object({ workspace_id: workspaceId.optional() }) },
+  }, async (req) => {
+    const auth = requireAuth(req);
+    const out: Array<Record<string, unknown>> = [...engine.builtins.values()].map((s) => definitionView(s, "builtin"));
+    if (req.query.workspace_id) {
+      const ws = await app.operon.auth.workspace(auth, req.query.workspace_id);
+      const root = workspaceRoot(ws);
+      const page = await store.list(`${root}pipelines/specs/`, { limit: 1000 });
+      for (const i of page.items.filter((x) => x.key.endsWith(".pipeline.json"))) {
+        try {
+          const { spec } = await readSpecFile(ws, i.key.slice(root.length));
+          out.push({ ...definitionView(spec as PipelineSpec, "workspace"), spec_file: i.key.slice(root.length) });
+        } catch { /* unreadable spec files are skipped in the listing */ }
+      }
+    }
+    return listEnvelope(out, false, null);
+  });
+
+  r.get("/v1/pipelines/definitions/:pipeline_id", {
+    config,
+    schema: { tags: ["pipelines"], summary: "One pipeline definition with its inputs and steps", params: z.object({ pipeline_id: z.string().min(1).max(128) }) },
+  }, async (req) => {
+    const found = engine.builtins.get(req.params.pipeline_id);
+    if (!found) throw new ApiError("not_found", `no built-in pipeline ${JSON.stringify(req.params.pipeline_id)}`);
+    return { data: { ...definitionView(found, "builtin"), inputs: found.inputs ?? [], steps: found.steps } };
+  });
+
+  r.get("/v1/pipelines/:id", {
+    config,
+    schema: { tags: ["pipelines"], summary: "Poll a run", params: z.object({ id: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }) },
+  }, async (req) => ({ data: runView(await runOf(req, req.params.id, req.query.workspace_id)) }));
+
+  r.delete("/v1/pipelines/:id", {
+    config,
+    schema: { tags: ["pipelines"], summary: "Cancel a run", params: z.object({ id: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }) },
+  }, async (req) => ({ data: runView(await engine.cancel(await runOf(req, req.params.id, req.query.workspace_id))) }));
+
+  r.get("/v1/pipelines/:id/steps/:stepId/logs", {
+    config,
+    schema: { tags: ["pipelines"], summary: "A step's log", params: z.object({ id: z.string(), stepId: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }) },
+  }, async (req, reply) => {
+    const run = await runOf(req, req.params.id, req.query.workspace_id);
+    if (!run.steps.some((s) => s.stepId === req.params.stepId)) throw new ApiError("not_found", `step ${JSON.stringify(req.params.stepId)} not in run ${run.id}`);
+    let text = await engine.executor.logs(run.id, req.params.stepId);
+    if (text === undefined) {
+      try {
+        const { body } = await store.get(`${workspaceRoot({ organization: run.organization, id: run.workspace })}${run.outputFolder}/logs/${req.params.stepId}.log`);
+        const chunks: Buffer[] = [];
+        for await (const c of body) chunks.push(Buffer.from(c));
+        text = Buffer.concat(chunks).toString("utf8");
+      } catch (e) {
+        if (!(e instanceof StoreError && e.code === "NotFound")) throw e;
+        text = "";
+      }
+    }
+    return reply.type("text/plain; charset=utf-8").send(text);
+  });
+
+  r.post("/v1/pipelines/:id/save-spec", {
+    config,
+    schema: { tags: ["pipelines"], summary: "Save a finished run as a spec", params: z.object({ id: z.string() }), body: z.object({ workspace_id: workspaceId, name: z.string().min(1).max(100).optional(), overwrite: z.boolean().default(false) }) },
+  }, async (req, reply) => {
+    const run = await runOf(req, req.params.id, req.body.workspace_id);
+    if (run.status !== "completed" && run.status !== "failed") throw new ApiError("conflict", `run ${run.id} is ${run.status}; only completed or failed runs can be saved`);
+    const name = req.body.name ?? run.name;
+    const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "pipeline";
+    const manifest = RunManifestSchema.parse(buildManifest(run, app.operon.deps.clock.now()));
+    const extracted = extractSpec(manifest, { name, builtinIds: [...engine.builtins.keys()], now: new Date(app.operon.deps.clock.now()).toISOString() });
+    if (!extracted.ok) throw new ApiError("validation_failed", extracted.errors.map((e) => e.message).join("; "), { errors: extracted.errors });
+    const ws = await app.operon.auth.workspace(requireAuth(req), run.workspace);
+    const path = `pipelines/specs/${slug}.pipeline.json`;
+    try {
+      await store.put(`${workspaceRoot(ws)}${path}`, JSON.stringify(extracted.spec, null, 2) + "\n", { contentType: "application/json", ...(req.body.overwrite ? {} : { ifNoneMatch: "*" as const }) });
+    } catch (e) {
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new ApiError("conflict", `${path} already exists; pass "overwrite": true to replace it`, { path });
+      throw e;
+    }
+    return reply.status(201).send({ data: { path, spec: extracted.spec, warnings: extracted.warnings } });
+  });
+}
+
+function definitionView(s: PipelineSpec, origin: "builtin" | "workspace") {
+  return {
+    id: s.id ?? null, name: s.name ?? null, description: s.description ?? null, category: s.category ?? null, tags: s.tags ?? [],
+    estimated_duration: s.estimatedDuration ?? null, origin,
+    inputs: (s.inputs ?? []).map((i) => ({ name: i.name, type: i.type, description: i.description ?? null, default: i.default ?? null, options: i.options ?? null, required: i.default === undefined })),
+    steps: s.steps.map((st) => ({ step_id: st.stepId, tool: st.toolName, depends_on: st.dependsOn ?? [], description: st.description ?? null })),
+  };
+}

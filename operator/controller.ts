@@ -1,0 +1,55 @@
+/**
+ * The operator loop: a work queue of run ids fed by watches on the run store and the
+ * executor, drained by a few workers that call `reconcile`. When a step of one run ends,
+ * the other active runs of its organization are queued too, since a slot may have freed.
+ * On start every unfinished run is queued (resync), so a restarted server resumes them.
+ */
+import type { RunStore, StepExecutor } from "../core/ports.js";
+import { WorkQueue, runWorkers, type QueueClock } from "./workqueue.js";
+
+export interface ControllerOptions {
+  runs: RunStore;
+  executor: StepExecutor;
+  reconcile: (runId: string) => Promise<{ requeueAfterMs?: number } | void>;
+  workers?: number;
+  clock?: QueueClock;
+  onError?: (runId: string, error: unknown) => void;
+}
+
+export function startController(opts: ControllerOptions) {
+  const queue = new WorkQueue<string>({ ...(opts.clock ? { clock: opts.clock } : {}), baseDelayMs: 50, maxDelayMs: 30_000 });
+  /** Active runs by organization, learned from the store. */
+  const orgOf = new Map<string, string>();
+  const active = new Map<string, Set<string>>();
+  const track = async (id: string) => {
+    const r = await opts.runs.get(id);
+    if (!r) return;
+    orgOf.set(id, r.organization);
+    const set = active.get(r.organization) ?? new Set<string>();
+    if (["completed", "failed", "cancelled"].includes(r.status)) set.delete(id); else set.add(id);
+    active.set(r.organization, set);
+  };
+  const unwatchRuns = opts.runs.watch((id) => { queue.add(id); void track(id); });
+  const unwatchExec = opts.executor.watch((id) => {
+    queue.add(id);
+    const org = orgOf.get(id);
+    for (const other of (org ? active.get(org) : undefined) ?? []) queue.add(other);
+  });
+  const done = (async () => {
+    for (const r of await opts.runs.list({})) {
+      await track(r.id);
+      if (!["completed", "failed", "cancelled"].includes(r.status)) queue.add(r.id);
+    }
+    await runWorkers(queue, opts.workers ?? 4, (id) => opts.reconcile(id).then(async (res) => { await track(id); return res ?? {}; }), opts.onError);
+  })();
+  return {
+    queue,
+    /** Stops taking work and waits for the workers to finish what they hold. */
+    async stop(): Promise<void> {
+      unwatchRuns();
+      unwatchExec();
+      queue.shutDown();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * `reconcile(runId)`: level-triggered. Reads the run and what the executor observes of its
+ * steps, asks core for a plan (quota admission from the shared Ledger), applies it — start
+ * admitted steps, kill timed-out or cancelled ones — and patches the run's status. Calling
+ * it twice with nothing changed does nothing. `run.json` is written when the run starts and
+ * when it ends.
+ */
+import { buildManifest } from "../core/manifest.js";
+import { planRun, readySteps, stepTimeoutMs, type ObservedStep } from "../core/plan.js";
+import type { Clock, ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor, StepRecord } from "../core/ports.js";
+import type { Ledger } from "../core/quota.js";
+import { resolveStepParameters } from "../core/spec/resolve.js";
+import { buildInvocation, defaultCatalogue, resolveCommand, type ToolCatalogue } from "../core/tools/index.js";
+
+/** A step whose process vanished (server restart) is retried up to this many attempts in all. */
+export const MAX_ATTEMPTS = 3;
+export const LOST_PREFIX = "lost:";
+
+export interface ReconcilerDeps {
+  runs: RunStore;
+  executor: StepExecutor;
+  store: ObjectStore;
+  ledger: Ledger;
+  clock: Clock;
+  tools?: ToolCatalogue;
+}
+
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+export const workspaceRootOf = (run: Pick<RunRecord, "organization" | "workspace">) => `orgs/${run.organization}/workspaces/${run.workspace}/`;
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+export function createReconciler(deps: ReconcilerDeps) {
+  const tools = deps.tools ?? defaultCatalogue;
+
+  async function writeManifest(run: RunRecord): Promise<void> {
+    const manifest = buildManifest(run, deps.clock.now());
+    await deps.store.put(`${workspaceRootOf(run)}${run.outputFolder}/run.json`, JSON.stringify(manifest, null, 2), { contentType: "application/json" });
+  }
+
+  return async function reconcile(runId: string): Promise<{ requeueAfterMs?: number }> {
+    const run = await deps.runs.get(runId);
+    if (!run) return {};
+    if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); return {}; }
+    const now = deps.clock.now();
+    const seen = await deps.executor.observe(run.id);
+
+    // What the planner sees: the executor's observations, minus lost steps that may be retried,
+    // plus steps that failed before reaching the executor (recorded on the run).
+    const observed = new Map<string, ObservedStep>();
+    const nextAttempt = new Map<string, number>();
+    for (const rec of run.steps) nextAttempt.set(rec.stepId, rec.attempt + 1);
+    for (const [stepId, o] of seen) {
+      const retry = o.phase === "failed" && o.message?.startsWith(LOST_PREFIX) && o.attempt < MAX_ATTEMPTS;
+      nextAttempt.set(stepId, Math.max(nextAttempt.get(stepId) ?? 1, o.attempt + 1));
+      if (!retry) observed.set(stepId, toObserved(o));
+    }
+    for (const rec of run.steps) {
+      if (!seen.has(rec.stepId) && rec.status === "failed" && rec.error) observed.set(rec.stepId, { phase: "failed", message: rec.error });
+    }
+
+    const running = [...observed].filter(([, o]) => o.phase === "running").map(([s]) => s);
+    const halted = run.cancelRequested || [...observed.values()].some((o) => o.phase === "failed");
+    deps.ledger.observe(run.organization, run.id, Date.parse(run.createdAt), { known: observed.keys(), running, ready: halted ? [] : readySteps(run.spec.steps, observed) });
+    const alloc = deps.ledger.allocation(run.organization);
+    const admitted = new Set(alloc.admitted.get(run.id) ?? []);
+    const positions = new Map((alloc.waiting.get(run.id) ?? []).map((w) => [w.stepId, w.position]));
+    const plan = planRun({ steps: run.spec.steps, observed, cancelRequested: run.cancelRequested, now, admission: { admitted, positions } });
+
+    // Start admitted steps: resolve, build the argv, assume the slot, submit (undo on failure).
+    const startFailures = new Map<string, string>();
+    const started = new Map<string, { command: string; argv: string[]; attempt: number }>();
+    const outputsOf = (stepId: string, output: "outputFile" | "outputFile2") => {
+      const rec = run.steps.find((s) => s.stepId === stepId);
+      const o = seen.get(stepId)?.outputs ?? rec?.outputs ?? [];
+      const pos = output === "outputFile" ? 0 : 1;
+      const hit = o.find((x) => x.position === pos);
+      return hit ? `${run.outputFolder}/${hit.filename}` : undefined;
+    };
+    for (const stepId of plan.start) {
+      const step = run.spec.steps.find((s) => s.stepId === stepId);
+      const tool = step ? tools.get(step.toolName) : undefined;
+      if (!step || !tool) { startFailures.set(stepId, `unknown tool ${step?.toolName ?? "?"}`); continue; }
+      const params = resolveStepParameters(step, run.parameters, outputsOf);
+      if (!params.ok) { startFailures.set(stepId, params.errors.map((e) => e.message).join("; ")); continue; }
+      const built = buildInvocation(tool, params.parameters, { runtime: "local" });
+      if (!built.ok) { startFailures.set(stepId, built.errors.map((e) => `${e.path}: ${e.message}`).join("; ")); continue; }
+      const attempt = nextAttempt.get(stepId) ?? 1;
+      deps.ledger.assume(run.organization, run.id, [stepId]);
+      try {
+        await deps.executor.submit({
+          runId: run.id, organization: run.organization, stepId, attempt, toolName: tool.id, invocation: built.invocation,
+          workspaceRoot: workspaceRootOf(run), runRoot: `${workspaceRootOf(run)}${run.outputFolder}/`, timeoutMs: stepTimeoutMs(step),
+        });
+        started.set(stepId, { command: resolveCommand(tool, params.parameters).ok ? built.command : "", argv: built.invocation.argv, attempt });
+      } catch (e) {
+        deps.ledger.undo(run.organization, run.id, stepId);
+        throw e;
+      }
+    }
+    for (const k of plan.kill) await deps.executor.kill(run.id, k.stepId, k.reason);
+    if (startFailures.size > 0) {
+      // Parameters only known to be wrong once resolved: the step fails; reconcile again to settle.
+      await deps.runs.update(run.id, (r) => ({ ...r, steps: r.steps.map((s) => (startFailures.has(s.stepId) ? { ...s, status: "failed", error: `invalid parameters: ${startFailures.get(s.stepId)}` } : s)) }));
+      return {};
+    }
+
+    const fresh = started.size > 0 ? await deps.executor.observe(run.id) : seen;
+    const steps: StepRecord[] = run.steps.map((rec) => {
+      const p = plan.steps.find((s) => s.stepId === rec.stepId);
+      const o = fresh.get(rec.stepId);
+      const st = started.get(rec.stepId);
+      const next: StepRecord = {
+        ...rec,
+        status: o && !(o.phase === "failed" && o.message?.startsWith(LOST_PREFIX) && o.attempt < MAX_ATTEMPTS) ? o.phase : (p?.status ?? rec.status),
+        startedAt: iso(o?.startedAt) ?? rec.startedAt,
+        completedAt: iso(o?.finishedAt) ?? (o ? null : rec.completedAt),
+        exitCode: o?.exitCode ?? rec.exitCode,
+        error: o?.phase === "failed" || o?.phase === "cancelled" ? (o.message ?? rec.error) : rec.status === "failed" ? rec.error : null,
+        attempt: o?.attempt ?? rec.attempt,
+        outputs: o?.outputs ?? rec.outputs,
+        ...(st ? { command: st.command, argv: st.argv } : {}),
+        ...(o?.toolVersion !== undefined ? { toolVersion: o.toolVersion } : {}),
+        ...(o?.imageDigest !== undefined ? { imageDigest: o.imageDigest } : {}),
+        ...(o?.executable ? { executable: o.executable } : {}),
+        ...(o?.jobName ? { jobName: o.jobName } : {}),
+      };
+      if (p?.status === "waiting" && !o) { next.waitingReason = p.waitingReason as string; if (p.queuePosition !== undefined) next.queuePosition = p.queuePosition; }
+      else { delete next.waitingReason; delete next.queuePosition; }
+      return next;
+    });
+    const terminal = TERMINAL.has(plan.status);
+    const updated = await deps.runs.update(run.id, (r) => {
+      const next: RunRecord = {
+        ...r,
+        steps,
+        status: plan.status,
+        progressPct: plan.progressPct,
+        error: plan.error ?? null,
+        startedAt: r.startedAt ?? (plan.status !== "queued" ? new Date(now).toISOString() : null),
+        completedAt: terminal ? (r.completedAt ?? new Date(now).toISOString()) : null,
+      };
+      return JSON.stringify(next) === JSON.stringify(r) ? undefined : next;
+    });
+    if (updated && ((run.startedAt === null && updated.startedAt !== null) || terminal)) await writeManifest(updated);
+    if (terminal) deps.ledger.remove(run.organization, run.id);
+    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : {};
+  };
+}
+
+function toObserved(o: ObservedStepState): ObservedStep {
+  return {
+    phase: o.phase,
+    ...(o.startedAt !== undefined ? { startedAt: o.startedAt } : {}),
+    ...(o.finishedAt !== undefined ? { finishedAt: o.finishedAt } : {}),
+    ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
+    ...(o.message !== undefined ? { message: o.message } : {}),
+  };
+}
