@@ -85,15 +85,20 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     return p;
   }
 
-  function probeVersion(path: string): Promise<string | null> {
+  /** `TOOL --version`, or (bwa and friends print it in their usage) the tool without arguments. */
+  async function probeVersion(path: string): Promise<string | null> {
+    return (await probe(path, ["--version"])) ?? (await probe(path, []));
+  }
+
+  function probe(path: string, args: string[]): Promise<string | null> {
     return new Promise((resolve) => {
-      const child = spawn(path, ["--version"], { stdio: ["ignore", "pipe", "pipe"], env: { PATH, LANG: "C.UTF-8" }, timeout: 20_000 });
+      const child = spawn(path, args, { stdio: ["ignore", "pipe", "pipe"], env: { PATH, LANG: "C.UTF-8" }, timeout: 20_000 });
       let out = "";
       child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
       child.stderr.on("data", (d: Buffer) => { out += d.toString(); });
       child.on("error", () => resolve(null));
       child.on("close", () => {
-        const m = /(?:version[:\s]+v?)?(\d+\.\d+(?:\.\d+)?(?:[.-][0-9A-Za-z]+)?)/i.exec(out);
+        const m = /version[:\s]+v?(\d+\.\d+(?:\.\d+)?(?:[.-][0-9A-Za-z]+)?)/i.exec(out) ?? /\b(\d+\.\d+(?:\.\d+)?(?:[.-][0-9A-Za-z]+)?)/.exec(out);
         resolve(m ? (m[1] as string) : null);
       });
     });

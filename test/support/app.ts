@@ -9,6 +9,9 @@ import type { FastifyInstance } from "fastify";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { buildApp, type AppDeps } from "../../api-server/app.js";
 import { ServiceStore, type Scope } from "../../api-server/stores.js";
+import { createEngine, type Engine } from "../../api-server/engine.js";
+import { createLocalRunStore } from "../../adapters/local/run-store.js";
+import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { Clock, ObjectStore } from "../../core/ports.js";
 
 export const SECRET = "test-signing-secret-0123456789abcdef";
@@ -20,24 +23,33 @@ export interface TestApp {
   dir: string;
   clock: Clock & { advance(ms: number): void };
   key(org: string, scopes: Scope[], workspaces?: string[] | null): Promise<string>;
+  engine?: Engine;
   close(): Promise<void>;
 }
 
-export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> & { ttlSeconds?: number; rateLimit?: number; store?: ObjectStore } = {}): Promise<TestApp> {
+export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> & { ttlSeconds?: number; rateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number } } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
   const store = options.store ?? createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: SECRET, clock });
   const service = new ServiceStore(store);
+  let engine: Engine | undefined;
+  let executor: ReturnType<typeof createProcessExecutor> | undefined;
+  if (options.engine) {
+    executor = createProcessExecutor({ dataDir: dir, store, clock });
+    engine = createEngine({ runs: createLocalRunStore(dir), executor, store, clock, orgConcurrency: () => options.engine?.orgConcurrency ?? 5 });
+  }
   const app = await buildApp({
     config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, storage: options.store ? "s3" : "local", signingSecret: SECRET },
     store, service, clock,
     ...(options.maxUploadBytes !== undefined ? { maxUploadBytes: options.maxUploadBytes } : {}),
+    ...(engine ? { engine } : {}),
   });
   return {
     app, store, service, dir, clock,
     key: async (org, scopes, workspaces = null) => (await service.createKey({ organization: org, scopes, workspaces })).key,
-    close: async () => { await app.close(); rmSync(dir, { recursive: true, force: true }); },
+    ...(engine ? { engine } : {}),
+    close: async () => { await app.close(); await engine?.stop(); await executor?.shutdown(); rmSync(dir, { recursive: true, force: true }); },
   };
 }
 

@@ -1,0 +1,115 @@
+/**
+ * The embedded engine end to end through the HTTP API, with the real Debian tools on data
+ * the test makes (a random reference and wgsim reads): a built-in pipeline completes, its
+ * run.json validates and its checksums match the stored files, and save-spec round-trips.
+ */
+import t from "tap";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { RunManifestSchema } from "../../core/manifest.js";
+import { testApp, type TestApp } from "../support/app.js";
+
+const data = mkdtempSync(join(tmpdir(), "operon-e2e-"));
+t.teardown(() => rmSync(data, { recursive: true, force: true }));
+function makeData(seed: number, prefix: string) {
+  let s = seed;
+  const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const seq = Array.from({ length: 20_000 }, () => "ACGT"[Math.floor(rand() * 4)]).join("");
+  writeFileSync(join(data, `${prefix}ref.fa`), `>chr1\n${seq.match(/.{1,60}/g)?.join("\n")}\n`);
+  const r = spawnSync("wgsim", ["-N", "1000", "-1", "100", "-2", "100", "-S", String(seed), `${prefix}ref.fa`, `${prefix}r1.fastq`, `${prefix}r2.fastq`], { cwd: data });
+  if (r.status !== 0) throw new Error(`wgsim: ${r.stderr}`);
+}
+makeData(11, "a_");
+makeData(12, "b_");
+
+const a: TestApp = await testApp({ engine: {} });
+t.teardown(() => a.close());
+await a.service.createWorkspace("acme", "ws1");
+const key = await a.key("acme", ["tools", "files"]);
+const h = { authorization: `Bearer ${key}` };
+for (const f of ["a_ref.fa", "a_r1.fastq", "a_r2.fastq", "b_ref.fa", "b_r1.fastq", "b_r2.fastq"]) {
+  await a.store.put(`orgs/acme/workspaces/ws1/data/${f}`, readFileSync(join(data, f)));
+}
+
+async function poll(id: string, timeoutMs = 60_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await a.app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=ws1`, headers: h });
+    const run = r.json().data as { status: string; steps: Array<{ step_id: string; status: string; error: string | null }>; output_paths: string[]; output_folder: string; error: string | null };
+    if (["completed", "failed", "cancelled"].includes(run.status) || Date.now() > end) return run;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+async function readStored(key: string): Promise<Buffer> {
+  const { body } = await a.store.get(key);
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(Buffer.from(c));
+  return Buffer.concat(chunks);
+}
+
+t.test("bwa-align runs to completion with provenance", async (t) => {
+  const res = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", pipeline_id: "bwa-align", input: { reads1: "data/a_r1.fastq", reads2: "data/a_r2.fastq", reference: "data/a_ref.fa", sampleName: "s1" } } });
+  t.equal(res.statusCode, 201, res.body);
+  t.equal(res.json().data.status, "queued");
+  t.match(res.json().data.id, /^run-[0-9a-z]{26}$/);
+  const run = await poll(res.json().data.id);
+  t.equal(run.status, "completed", JSON.stringify(run.steps));
+  t.ok(run.steps.every((s) => s.status === "completed"));
+  const flagstat = run.output_paths.find((p) => p.endsWith(".flagstat.txt"));
+  t.ok(flagstat, "flagstat output listed");
+  const text = (await readStored(`orgs/acme/workspaces/ws1/${flagstat}`)).toString();
+  t.match(text, /2000 \+ 0 in total/, "every simulated read accounted for");
+
+  const manifestRaw = JSON.parse((await readStored(`orgs/acme/workspaces/ws1/${run.output_folder}/run.json`)).toString());
+  const manifest = RunManifestSchema.parse(manifestRaw);
+  t.equal(manifest.status, "completed");
+  t.equal(manifest.stepsCompleted, manifest.stepsTotal);
+  t.same(manifest.parameters, { reads1: "data/a_r1.fastq", reads2: "data/a_r2.fastq", reference: "data/a_ref.fa", sampleName: "s1" });
+  const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+  t.equal(manifest.inputChecksums.reference?.checksum, sha(readFileSync(join(data, "a_ref.fa"))), "input checksum");
+  for (const s of manifest.steps) {
+    t.ok(s.toolVersion, `${s.stepId}: tool version recorded`);
+    t.equal(s.imageDigest, null, "no image in embedded mode");
+    t.ok(s.executable?.sha256, `${s.stepId}: executable sha256`);
+    t.ok((s.argv ?? []).length > 1, `${s.stepId}: argv recorded`);
+    for (const o of s.outputFiles) t.equal(sha(await readStored(o.s3Key)), o.checksum, `${o.filename}: checksum matches the stored file`);
+  }
+
+  const log = await a.app.inject({ method: "GET", url: `/v1/pipelines/${res.json().data.id}/steps/align/logs`, headers: h });
+  t.equal(log.statusCode, 200);
+  t.match(log.body, /bwa|M::/, "the aligner's stderr is in the log");
+
+  const saved = await a.app.inject({ method: "POST", url: `/v1/pipelines/${res.json().data.id}/save-spec`, headers: h, payload: { workspace_id: "ws1", name: "my align" } });
+  t.equal(saved.statusCode, 201, saved.body);
+  t.equal(saved.json().data.path, "pipelines/specs/my-align.pipeline.json");
+  const again = await a.app.inject({ method: "POST", url: `/v1/pipelines/${res.json().data.id}/save-spec`, headers: h, payload: { workspace_id: "ws1", name: "my align" } });
+  t.equal(again.statusCode, 409, "the name is taken");
+  t.equal((await a.app.inject({ method: "POST", url: `/v1/pipelines/${res.json().data.id}/save-spec`, headers: h, payload: { workspace_id: "ws1", name: "my align", overwrite: true } })).statusCode, 201, "unless overwrite");
+
+  const rerun = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", spec_file: "pipelines/specs/my-align.pipeline.json", input: { reads1: "data/b_r1.fastq", reads2: "data/b_r2.fastq", reference: "data/b_ref.fa", sampleName: "s2" } } });
+  t.equal(rerun.statusCode, 201, rerun.body);
+  const run2 = await poll(rerun.json().data.id);
+  t.equal(run2.status, "completed", JSON.stringify(run2.steps));
+  t.ok(run2.output_paths.some((p) => p.endsWith("s2.flagstat.txt")), "the saved spec ran with other inputs");
+  t.not(run2.output_folder, run.output_folder, "each run has its own folder");
+});
+
+t.test("bad submissions", async (t) => {
+  const two = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", pipeline_id: "bwa-align", spec_file: "x.json" } });
+  t.equal(two.statusCode, 400, "two sources");
+  const none = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1" } });
+  t.equal(none.statusCode, 400, "no source");
+  const invalid = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", spec: { steps: [{ stepId: "a", toolName: "samtool" }] } } });
+  t.equal(invalid.statusCode, 422);
+  t.equal(invalid.json().error, "validation_failed");
+  t.equal(invalid.json().details.errors[0].code, "unknown_tool");
+  const missing = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", pipeline_id: "bwa-align", input: { reads1: "data/nope.fastq", reads2: "data/a_r2.fastq", reference: "data/a_ref.fa" } } });
+  t.equal(missing.statusCode, 422, "a missing input fails before anything starts");
+  t.match(missing.json().message, /reads1.*data\/nope\.fastq not found/);
+  const runs = await a.app.inject({ method: "GET", url: "/v1/pipelines?workspace_id=ws1", headers: h });
+  t.equal(runs.json().data.length, 2, "nothing was created for the refused submissions");
+});
