@@ -15,6 +15,7 @@ import { Ledger } from "../core/quota.js";
 import { resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
+import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 import { startController } from "../operator/controller.js";
 import { createReconciler, workspaceRootOf } from "../operator/reconciler.js";
 
@@ -53,9 +54,10 @@ export function loadBuiltins(): Map<string, PipelineSpec> {
   return out;
 }
 
-export function createEngine(deps: { runs: RunStore; executor: StepExecutor; store: ObjectStore; clock: Clock; orgConcurrency: (org: string) => number; workers?: number; log?: (msg: string) => void }): Engine {
+export function createEngine(deps: { runs: RunStore; executor: StepExecutor; store: ObjectStore; clock: Clock; orgConcurrency: (org: string) => number; workers?: number; log?: (msg: string) => void; tools?: ToolCatalogue }): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
-  const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock });
+  const tools = deps.tools ?? defaultCatalogue;
+  const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools });
   const controller = startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),
@@ -79,7 +81,7 @@ export function createEngine(deps: { runs: RunStore; executor: StepExecutor; sto
     ledger,
     builtins,
     async submit(input) {
-      const check = validateSpec(input.spec);
+      const check = validateSpec(input.spec, { tools });
       if (!check.valid) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid: ${check.errors.map((e) => `${e.path || "/"}: ${e.message}`).join("; ")}`, errors: check.errors };
       const spec = input.spec as PipelineSpec;
       const inputs = resolveInputs(spec, input.input);

@@ -5,7 +5,8 @@
  *  - a step may start when all its dependencies completed and the quota admitted it;
  *  - after a step fails, no new step starts; running steps finish; the run then fails, and
  *    steps that never started are `skipped`;
- *  - a cancelled run kills its running steps; steps that never started are `cancelled`;
+ *  - a cancelled run kills its running steps; steps that never started are `cancelled`
+ *    (a step cancelled from outside while its run was not counts as failed);
  *  - a running step past its timeout is killed (reason `timeout`); the caller is asked to
  *    come back when the next timeout falls due (`requeueAfterMs`).
  */
@@ -74,7 +75,8 @@ export function readySteps(steps: readonly PlanStep[], observed: ReadonlyMap<str
 
 export function planRun(input: PlanInput): RunPlan {
   const { steps, observed, now, cancelRequested, admission } = input;
-  const failed = [...observed.entries()].filter(([, o]) => o.phase === "failed");
+  // A step cancelled although the run was not (stopped from outside) counts as a failure.
+  const failed = [...observed.entries()].filter(([, o]) => o.phase === "failed" || (o.phase === "cancelled" && !cancelRequested));
   const running = [...observed.entries()].filter(([, o]) => o.phase === "running");
   const halted = cancelRequested || failed.length > 0;
   const ready = halted ? [] : readySteps(steps, observed);

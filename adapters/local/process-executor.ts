@@ -51,6 +51,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   events.setMaxListeners(100);
   const versionCache = new Map<string, Promise<{ path: string; sha256: string; version: string | null } | undefined>>();
   const PATH = opts.path ?? process.env.PATH ?? "/usr/bin:/bin";
+  let stopping = false;
 
   const stepsOf = (runId: string) => { let m = runs.get(runId); if (!m) { m = new Map(); runs.set(runId, m); } return m; };
   const changed = (runId: string) => events.emit("change", runId);
@@ -151,6 +152,9 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   async function run(task: StepTask, e: Entry): Promise<void> {
     const log = join(e.dir, "step.log");
     const finish = async (state: Partial<ObservedStepState>) => {
+      // Stopping the server is not the end of a step: leave its state "running", so the next
+      // start finds it lost and runs it again.
+      if (stopping) return;
       e.state = { ...e.state, ...state, finishedAt: clock.now() };
       delete e.child;
       await persist(task.runId, task.stepId, e);
@@ -256,8 +260,10 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
         }
       }
     },
+    /** Stops every running step without recording an outcome (they are retried after a restart). */
     async shutdown() {
-      for (const steps of runs.values()) for (const e of steps.values()) if (e.child) { e.killReason ??= "cancelled"; e.child.kill("SIGKILL"); }
+      stopping = true;
+      for (const steps of runs.values()) for (const e of steps.values()) if (e.child) e.child.kill("SIGKILL");
     },
   };
 }

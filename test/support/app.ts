@@ -13,6 +13,7 @@ import { createEngine, type Engine } from "../../api-server/engine.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { Clock, ObjectStore } from "../../core/ports.js";
+import type { ToolCatalogue } from "../../core/tools/index.js";
 
 export const SECRET = "test-signing-secret-0123456789abcdef";
 
@@ -27,7 +28,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> & { ttlSeconds?: number; rateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number } } = {}): Promise<TestApp> {
+export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> & { ttlSeconds?: number; rateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue } } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
@@ -37,7 +38,8 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> 
   let executor: ReturnType<typeof createProcessExecutor> | undefined;
   if (options.engine) {
     executor = createProcessExecutor({ dataDir: dir, store, clock });
-    engine = createEngine({ runs: createLocalRunStore(dir), executor, store, clock, orgConcurrency: () => options.engine?.orgConcurrency ?? 5 });
+    const limit = options.engine.orgConcurrency ?? 5;
+    engine = createEngine({ runs: createLocalRunStore(dir), executor, store, clock, orgConcurrency: typeof limit === "function" ? limit : () => limit, ...(options.engine.tools ? { tools: options.engine.tools } : {}) });
   }
   const app = await buildApp({
     config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, storage: options.store ? "s3" : "local", signingSecret: SECRET },
