@@ -165,7 +165,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes, { maxUploadBytes: deps.maxUploadBytes ?? MAX_UPLOAD_BYTES });
   await app.register(conversationRoutes);
   if (deps.config.storage === "local") await app.register(storageRoutes);
-  await app.register(toolRoutes);
+  await app.register(toolRoutes, deps.engine ? { engine: deps.engine } : {});
   if (deps.engine) await app.register(pipelineRoutes, { engine: deps.engine });
 
   app.addHook("onClose", async () => { await auth.stop(); });

@@ -1,8 +1,27 @@
-/** The tool catalogue over HTTP: each tool with its commands and parameter JSON Schema. */
+/**
+ * The tool catalogue over HTTP: each tool with its commands and parameter JSON Schema, and
+ * synchronous tool runs (`POST /v1/tools/:toolId/run`). A tool run is one compute task:
+ * it takes a slot of the organization's concurrency limit like any pipeline step (waiting
+ * behind steps queued earlier), runs through the same executor, and answers with its exit
+ * code, output (capped) and the files it produced.
+ */
+import { randomBytes } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { defaultCatalogue, toolInputJsonSchema } from "../../core/tools/index.js";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { runFolderName, ulid } from "../../core/ids.js";
+import { stepTimeoutMs } from "../../core/plan.js";
+import { StoreError } from "../../core/ports.js";
+import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../../core/tools/index.js";
+import { ApiError } from "../errors.js";
+import type { Engine } from "../engine.js";
+import { requireAuth, workspaceRoot } from "./common.js";
+
+const OUTPUT_CAP = 64 * 1024;
+/** How long a tool run waits for a free slot before giving up (503). */
+const SLOT_WAIT_MS = 5 * 60_000;
 
 /** Whether every local executable of a tool is on PATH (embedded mode runs them from there). */
 function availableLocally(executables: readonly string[]): boolean {
@@ -10,7 +29,8 @@ function availableLocally(executables: readonly string[]): boolean {
   return executables.every((e) => dirs.some((d) => { try { accessSync(join(d, e), constants.X_OK); return true; } catch { return false; } }));
 }
 
-export async function toolRoutes(app: FastifyInstance): Promise<void> {
+export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }): Promise<void> {
+  const r = app.withTypeProvider<ZodTypeProvider>();
   const tools = defaultCatalogue.ids.map((id) => defaultCatalogue.get(id)).filter((t) => t !== undefined);
   const view = tools.map((t) => ({
     id: t.id, description: t.description, version: t.version, image: t.image, ...(t.imageNote ? { image_note: t.imageNote } : {}),
@@ -19,4 +39,70 @@ export async function toolRoutes(app: FastifyInstance): Promise<void> {
     available: app.operon.deps.config.storage === "local" ? availableLocally(t.localExecutables) : true,
   }));
   app.get("/v1/tools", { config: { scope: "tools" }, schema: { tags: ["tools"], summary: "List tools with their commands and input schemas" } }, async () => ({ data: view, has_more: false, next_cursor: null }));
+
+  const engine = opts.engine;
+  if (!engine) return;
+  r.post("/v1/tools/:toolId/run", {
+    config: { scope: "tools" },
+    schema: {
+      tags: ["tools"], summary: "Run a tool synchronously (one compute task under the organization's limit)",
+      params: z.object({ toolId: z.string().min(1).max(64) }),
+      body: z.object({ input: z.record(z.string(), z.unknown()), workspace_id: z.string().min(1).max(63).optional() }),
+    },
+  }, async (req) => {
+    const auth = requireAuth(req);
+    const tool = defaultCatalogue.get(req.params.toolId);
+    if (!tool) throw new ApiError("not_found", `unknown tool ${JSON.stringify(req.params.toolId)}; tools: ${defaultCatalogue.ids.join(", ")}`, { valid_values: [...defaultCatalogue.ids] });
+    const built = buildInvocation(tool, req.body.input, { runtime: "local" });
+    if (!built.ok) throw new ApiError("invalid_request", built.errors.map((e) => `input${e.path.replace(/\//g, ".")}: ${e.message}`).join("; "), { errors: built.errors });
+    if (built.invocation.inputs.length > 0 && !req.body.workspace_id) throw new ApiError("invalid_request", "workspace_id: is required for a tool that reads files", { field: "workspace_id" });
+    const ws = req.body.workspace_id ? await app.operon.auth.workspace(auth, req.body.workspace_id) : undefined;
+    const root = ws ? workspaceRoot(ws) : `orgs/${auth.organization}/_tool-runs/`;
+    for (const i of built.invocation.inputs) {
+      if (!(await app.operon.deps.store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
+    }
+    const now = app.operon.deps.clock.now();
+    const taskId = `tool-${ulid(now, randomBytes(10))}`;
+    // Take a slot like a pipeline step would; wait (never fail) while the organization is full.
+    let release = engine.ledger.tryAcquire(auth.organization, taskId);
+    const deadline = Date.now() + SLOT_WAIT_MS;
+    while (!release) {
+      if (Date.now() > deadline) throw new ApiError("unavailable", "no compute slot became free in time; retry later");
+      await new Promise((res) => setTimeout(res, 50));
+      release = engine.ledger.tryAcquire(auth.organization, taskId);
+    }
+    try {
+      const runRoot = `${root}tool-runs/${runFolderName(now)}-${taskId.slice(-6)}/`;
+      const done = new Promise<void>((resolve) => {
+        const unwatch = engine.executor.watch(async (id) => {
+          if (id !== taskId) return;
+          const o = (await engine.executor.observe(taskId)).get(tool.id);
+          if (o && o.phase !== "running") { unwatch(); resolve(); }
+        });
+      });
+      await engine.executor.submit({ runId: taskId, organization: auth.organization, stepId: tool.id, attempt: 1, toolName: tool.id, invocation: built.invocation, workspaceRoot: root, runRoot, timeoutMs: stepTimeoutMs({ stepId: tool.id }) });
+      await done;
+      const o = (await engine.executor.observe(taskId)).get(tool.id);
+      const log = (await engine.executor.logs(taskId, tool.id)) ?? "";
+      let stdout = "";
+      if (built.invocation.stdout) {
+        try {
+          const { body } = await app.operon.deps.store.get(runRoot + built.invocation.stdout);
+          for await (const c of body) { stdout += Buffer.from(c).toString("utf8"); if (stdout.length > OUTPUT_CAP) break; }
+        } catch (e) { if (!(e instanceof StoreError)) throw e; }
+      }
+      return {
+        data: {
+          exit_code: o?.exitCode ?? null,
+          status: o?.phase ?? "failed",
+          stdout: stdout.slice(0, OUTPUT_CAP),
+          stderr: log.slice(-OUTPUT_CAP),
+          error: o?.phase === "completed" ? null : (o?.message ?? null),
+          output_files: (o?.outputs ?? []).map((f) => ({ key: f.key.slice(root.length), size: f.size, sha256: f.sha256 })),
+        },
+      };
+    } finally {
+      release();
+    }
+  });
 }

@@ -113,3 +113,43 @@ t.test("bad submissions", async (t) => {
   const runs = await a.app.inject({ method: "GET", url: "/v1/pipelines?workspace_id=ws1", headers: h });
   t.equal(runs.json().data.length, 2, "nothing was created for the refused submissions");
 });
+
+t.test("tools: catalogue listing and a synchronous run under the organization's limit", async (t) => {
+  const list = await a.app.inject({ method: "GET", url: "/v1/tools", headers: h });
+  t.equal(list.statusCode, 200);
+  const samtools = list.json().data.find((x: { id: string }) => x.id === "samtools");
+  t.equal(samtools.available, true, "samtools is installed here");
+  t.same(samtools.commands.map((c: { name: string }) => c.name), ["view", "sort", "index", "merge", "stats", "flagstat", "idxstats", "depth", "coverage", "tabix"]);
+  t.ok(samtools.input_schema.properties.inputFile, "input schema exported");
+
+  const runs = await a.app.inject({ method: "GET", url: "/v1/pipelines?workspace_id=ws1&status=completed", headers: h });
+  const bam = (runs.json().data[0].output_paths as string[]).find((p) => p.endsWith(".bam"));
+  t.ok(bam, "a BAM from an earlier run");
+  const ok = await a.app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "flagstat", inputFile: bam } } });
+  t.equal(ok.statusCode, 200, ok.body);
+  t.equal(ok.json().data.exit_code, 0);
+  t.match(ok.json().data.stdout, /2000 \+ 0 in total/);
+  t.equal(ok.json().data.output_files.length, 1);
+
+  const bad = await a.app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "sortt", inputFile: bam } } });
+  t.equal(bad.statusCode, 400);
+  t.match(bad.json().message, /sortt/);
+  await a.store.put("orgs/acme/workspaces/ws1/data/junk.bam", "this is not a BAM file\n");
+  const failing = await a.app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "view", inputFile: "data/junk.bam" } } });
+  t.equal(failing.statusCode, 200);
+  t.not(failing.json().data.exit_code, 0, "a tool that fails reports its exit code");
+  t.ok(failing.json().data.stderr.length > 0, "and its stderr");
+
+  // With every slot of the organization taken, a tool run waits until one frees.
+  const ledger = a.engine!.ledger;
+  ledger.assume("acme", "blocker", Array.from({ length: 5 }, (_, i) => `x${i}`));
+  let answered = false;
+  const pending = a.app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "flagstat", inputFile: bam } } }).then((r) => { answered = true; return r; });
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal(answered, false, "no slot: the tool run waits");
+  for (let i = 0; i < 5; i++) ledger.undo("acme", "blocker", `x${i}`);
+  const late = await pending;
+  t.equal(late.statusCode, 200);
+  t.equal(late.json().data.exit_code, 0, "it runs once a slot frees, and does not fail for the limit");
+  t.equal(ledger.inUse("acme"), 0, "and gives its slot back");
+});
