@@ -45,9 +45,10 @@ typecheck: install
 test: install debian-tools test-deps
 	node scripts/test.mjs
 
-# Embedded Operon: one process, filesystem storage under ./.operon (OPERON_DATA_DIR).
-# The first start creates organization "default", workspace "default" and an API key.
-run: build
+# Embedded Operon: one process, filesystem storage under ./.operon (OPERON_DATA_DIR), steps
+# run as local processes with Debian's tools. The first start creates organization
+# "default", workspace "default" and an API key.
+run: build debian-tools
 	@node dist/cli/main.js serve
 
 bench: build

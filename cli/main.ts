@@ -20,6 +20,7 @@ Usage:
   operon keys list --org ORG [--json]
   operon keys revoke ID
   operon validate FILE [--json]    Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)
+  operon run SPEC_OR_PIPELINE_ID --workspace W [--input k=v …] [--follow] [--json] [--url URL] [--key KEY]   Start a run via the HTTP API
   operon tools [--json]            List the compute tools and their commands
   operon --help                    Show this help
 
@@ -55,6 +56,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       }
       case "workspaces": return await (await import("./admin.js")).workspacesCommand(rest, io, process.env);
       case "keys": return await (await import("./admin.js")).keysCommand(rest, io, process.env);
+      case "run": return await (await import("./run.js")).runCommand(rest, io, process.env);
       default:
         io.err(`operon: unknown command "${cmd}" (see operon --help)`);
         return 2;
