@@ -54,6 +54,7 @@ run: build debian-tools
 bench: build
 	npx tsx bench/validate.bench.ts
 	npx tsx bench/api.bench.ts
+	npx tsx bench/engine.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules

@@ -60,6 +60,7 @@ export function createEngine(deps: { runs: RunStore; executor: StepExecutor; sto
   const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools });
   const controller = startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
+    waitingRuns: (org) => ledger.waitingRuns(org),
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),
   });
   const builtins = loadBuiltins();

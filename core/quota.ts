@@ -110,6 +110,11 @@ export class Ledger {
     return allocate(this.limitOf(org), this.inUse(org), [...b.demands.values()]);
   }
 
+  /** Runs of the organization that have steps waiting for a slot. */
+  waitingRuns(org: string): string[] {
+    return [...(this.orgs.get(org)?.demands.keys() ?? [])];
+  }
+
   /** Marks `stepIds` of `runId` as taking a slot before they are created ("assume"). */
   assume(org: string, runId: string, stepIds: readonly string[]): void {
     if (stepIds.length === 0) return;

@@ -14,6 +14,11 @@ export interface ControllerOptions {
   workers?: number;
   clock?: QueueClock;
   onError?: (runId: string, error: unknown) => void;
+  /**
+   * Runs to look at again when a step of `org` ends (a slot may have freed): by default every
+   * active run of the organization; the engine narrows it to runs with steps waiting.
+   */
+  waitingRuns?: (org: string) => Iterable<string>;
 }
 
 export function startController(opts: ControllerOptions) {
@@ -33,7 +38,8 @@ export function startController(opts: ControllerOptions) {
   const unwatchExec = opts.executor.watch((id) => {
     queue.add(id);
     const org = orgOf.get(id);
-    for (const other of (org ? active.get(org) : undefined) ?? []) queue.add(other);
+    if (!org) return;
+    for (const other of opts.waitingRuns ? opts.waitingRuns(org) : active.get(org) ?? []) queue.add(other);
   });
   const done = (async () => {
     for (const r of await opts.runs.list({})) {
