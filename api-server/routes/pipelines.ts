@@ -156,7 +156,7 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
   }, async (req) => {
     const found = engine.builtins.get(req.params.pipeline_id);
     if (!found) throw new ApiError("not_found", `no built-in pipeline ${JSON.stringify(req.params.pipeline_id)}`);
-    return { data: { ...definitionView(found, "builtin"), inputs: found.inputs ?? [], steps: found.steps } };
+    return { data: { ...definitionView(found, "builtin"), spec: found } };
   });
 
   r.get("/v1/pipelines/:id", {

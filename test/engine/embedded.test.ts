@@ -153,3 +153,38 @@ t.test("tools: catalogue listing and a synchronous run under the organization's 
   t.equal(late.json().data.exit_code, 0, "it runs once a slot frees, and does not fail for the limit");
   t.equal(ledger.inUse("acme"), 0, "and gives its slot back");
 });
+
+t.test("definitions, spec-file limits, validate, and access to runs", async (t) => {
+  const defs = await a.app.inject({ method: "GET", url: "/v1/pipelines/definitions?workspace_id=ws1", headers: h });
+  t.equal(defs.statusCode, 200);
+  const ids = defs.json().data.map((d: { id: string }) => d.id);
+  for (const id of ["fastq-qc", "bwa-align", "variant-calling", "bowtie2-align", "hisat2-align", "coverage"]) t.ok(ids.includes(id), `built-in ${id} listed`);
+  t.ok(defs.json().data.some((d: { origin: string; spec_file?: string }) => d.origin === "workspace" && d.spec_file === "pipelines/specs/my-align.pipeline.json"), "the saved spec is listed with the workspace's");
+  const one = await a.app.inject({ method: "GET", url: "/v1/pipelines/definitions/variant-calling", headers: h });
+  t.equal(one.statusCode, 200, one.body.slice(0, 300));
+  t.ok(one.json().data.inputs.some((i: { name: string; required: boolean }) => i.name === "reference" && i.required));
+  const nope = await a.app.inject({ method: "GET", url: "/v1/pipelines/definitions/nope", headers: h });
+  t.equal(nope.statusCode, 404, nope.body.slice(0, 200));
+
+  await a.store.put("orgs/acme/workspaces/ws1/specs/huge.json", JSON.stringify({ steps: [], pad: "x".repeat(1_100_000) }));
+  const huge = await a.app.inject({ method: "POST", url: "/v1/pipelines/validate", headers: h, payload: { workspace_id: "ws1", spec_file: "specs/huge.json" } });
+  t.equal(huge.statusCode, 413, "spec files over 1 MB are not read");
+  const v = await a.app.inject({ method: "POST", url: "/v1/pipelines/validate", headers: h, payload: { workspace_id: "ws1", spec_file: "pipelines/specs/my-align.pipeline.json" } });
+  t.equal(v.statusCode, 200);
+  t.equal(v.json().data.valid, true);
+  const inlineBad = await a.app.inject({ method: "POST", url: "/v1/pipelines/validate", headers: h, payload: { workspace_id: "ws1", spec: { steps: [] } } });
+  t.same(inlineBad.json().data.errors.map((e: { code: string }) => e.code), ["empty_steps"]);
+
+  const runId = (await a.app.inject({ method: "GET", url: "/v1/pipelines?workspace_id=ws1", headers: h })).json().data[0].id as string;
+  await a.service.createWorkspace("acme", "ws2");
+  const restricted = await a.key("acme", ["tools"], ["ws2"]);
+  const denied = await a.app.inject({ method: "GET", url: `/v1/pipelines/${runId}`, headers: { authorization: `Bearer ${restricted}` } });
+  t.equal(denied.statusCode, 403, "a key restricted to another workspace");
+  t.equal(denied.json().error, "workspace_access_denied");
+  await a.service.createWorkspace("globex", "g1");
+  const other = await a.key("globex", ["tools"]);
+  const hidden = await a.app.inject({ method: "GET", url: `/v1/pipelines/${runId}`, headers: { authorization: `Bearer ${other}` } });
+  t.equal(hidden.statusCode, 404, "another organization's run does not exist for it");
+  const noScope = await a.key("acme", ["files"]);
+  t.equal((await a.app.inject({ method: "GET", url: `/v1/pipelines/${runId}`, headers: { authorization: `Bearer ${noScope}` } })).statusCode, 403, "pipelines need the tools scope");
+});

@@ -165,3 +165,22 @@ t.test("a restart in the middle of a run finishes it without running a completed
   t.equal(r?.steps[1]?.attempt, 2, "the lost step ran again as attempt 2");
   t.same(readdirSync(join(dir, "work", run.id)).sort(), ["first-1", "second-1", "second-2"]);
 });
+
+t.test("run.json is written when the run starts and updated when it ends", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "operon-sched-"));
+  const h = harness(dir, 5);
+  t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
+  const run = await submit(h.engine, "o1", parallel(1, 0.5));
+  const key = `orgs/o1/workspaces/ws/${run.outputFolder}/run.json`;
+  const read = async () => { const { body } = await h.store.get(key); let s = ""; for await (const c of body) s += Buffer.from(c).toString(); return JSON.parse(s) as { status: string; completedAt: string | null }; };
+  await until(async () => (await h.store.head(key)) !== undefined);
+  const early = await read();
+  t.equal(early.status, "running", "written at the start");
+  t.equal(early.completedAt, null);
+  await until(async () => finished(await h.engine.runs.get(run.id)));
+  // The manifest is written right after the run record turns final.
+  await until(async () => (await read()).status !== "running", 5000);
+  const late = await read();
+  t.equal(late.status, "completed", "updated at the end");
+  t.ok(late.completedAt);
+});
