@@ -71,10 +71,16 @@ export function createEngine(deps: { runs: RunStore; executor: StepExecutor; sto
     for (let n = 1; ; n++) {
       const folder = n === 1 ? base : `${base}-${n}`;
       const page = await deps.store.list(`${root}${folder}/`, { limit: 1 });
-      if (page.items.length === 0 && !reserved.has(`${root}${folder}`)) { reserved.add(`${root}${folder}`); return folder; }
+      if (page.items.length === 0 && !reserved.has(`${root}${folder}`)) {
+        // Held until the run has written into it (a minute is plenty), so two submissions in
+        // the same second never share a folder.
+        for (const [k, at] of reserved) if (now - at > 60_000) reserved.delete(k);
+        reserved.set(`${root}${folder}`, now);
+        return folder;
+      }
     }
   }
-  const reserved = new Set<string>();
+  const reserved = new Map<string, number>();
 
   return {
     runs: deps.runs,

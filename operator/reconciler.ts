@@ -10,7 +10,7 @@ import { planRun, readySteps, stepTimeoutMs, type ObservedStep } from "../core/p
 import type { Clock, ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor, StepRecord } from "../core/ports.js";
 import type { Ledger } from "../core/quota.js";
 import { resolveStepParameters } from "../core/spec/resolve.js";
-import { buildInvocation, defaultCatalogue, resolveCommand, type ToolCatalogue } from "../core/tools/index.js";
+import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 
 /** A step whose process vanished (server restart) is retried up to this many attempts in all. */
 export const MAX_ATTEMPTS = 3;
@@ -91,7 +91,7 @@ export function createReconciler(deps: ReconcilerDeps) {
           runId: run.id, organization: run.organization, stepId, attempt, toolName: tool.id, invocation: built.invocation,
           workspaceRoot: workspaceRootOf(run), runRoot: `${workspaceRootOf(run)}${run.outputFolder}/`, timeoutMs: stepTimeoutMs(step),
         });
-        started.set(stepId, { command: resolveCommand(tool, params.parameters).ok ? built.command : "", argv: built.invocation.argv, attempt });
+        started.set(stepId, { command: built.command, argv: built.invocation.argv, attempt });
       } catch (e) {
         deps.ledger.undo(run.organization, run.id, stepId);
         throw e;

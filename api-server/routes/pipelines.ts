@@ -3,7 +3,7 @@
  * file in the workspace or an inline spec), poll, list, cancel, step logs, save a finished
  * run as a spec, and the pipeline definitions. Scope `tools`; workspace restrictions apply.
  */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { MAX_SPEC_BYTES, type PipelineSpec } from "../../core/spec/schema.js";
@@ -59,8 +59,8 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
     }
   }
 
-  async function runOf(req: { auth?: unknown }, id: string, workspace?: string): Promise<RunRecord> {
-    const auth = requireAuth(req as never);
+  async function runOf(req: Pick<FastifyRequest, "auth">, id: string, workspace?: string): Promise<RunRecord> {
+    const auth = requireAuth(req);
     const run = RUN_ID.test(id) ? await engine.runs.get(id) : undefined;
     if (!run || run.organization !== auth.organization) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found`);
     if (workspace !== undefined && run.workspace !== workspace) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`);
