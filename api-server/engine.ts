@@ -61,6 +61,7 @@ export function createEngine(deps: { runs: RunStore; executor: StepExecutor; sto
   const controller = startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
     waitingRuns: (org) => ledger.waitingRuns(org),
+    hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),
   });
   const builtins = loadBuiltins();

@@ -19,6 +19,8 @@ export interface ControllerOptions {
    * active run of the organization; the engine narrows it to runs with steps waiting.
    */
   waitingRuns?: (org: string) => Iterable<string>;
+  /** Whether the organization has a free slot now (with waitingRuns: wake the waiting after each reconcile). */
+  hasFreeSlot?: (org: string) => boolean;
 }
 
 export function startController(opts: ControllerOptions) {
@@ -46,7 +48,15 @@ export function startController(opts: ControllerOptions) {
       await track(r.id);
       if (!["completed", "failed", "cancelled"].includes(r.status)) queue.add(r.id);
     }
-    await runWorkers(queue, opts.workers ?? 4, (id) => opts.reconcile(id).then(async (res) => { await track(id); return res ?? {}; }), opts.onError);
+    await runWorkers(queue, opts.workers ?? 4, async (id) => {
+      const res = await opts.reconcile(id);
+      await track(id);
+      // A reconcile may have freed slots (a run ended, a step was seen finished) after the
+      // waiting runs were last looked at: while slots are free, look at them again.
+      const org = orgOf.get(id);
+      if (org && opts.waitingRuns && opts.hasFreeSlot?.(org)) for (const w of opts.waitingRuns(org)) if (w !== id) queue.add(w);
+      return res ?? {};
+    }, opts.onError);
   })();
   return {
     queue,

@@ -15,6 +15,8 @@ import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../core/t
 /** A step whose process vanished (server restart) is retried up to this many attempts in all. */
 export const MAX_ATTEMPTS = 3;
 export const LOST_PREFIX = "lost:";
+/** How soon a run is looked at again after one of its steps was told to stop. */
+export const KILL_RECHECK_MS = 1000;
 
 export interface ReconcilerDeps {
   runs: RunStore;
@@ -143,7 +145,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     });
     if (updated && ((run.startedAt === null && updated.startedAt !== null) || terminal)) await writeManifest(updated);
     if (terminal) deps.ledger.remove(run.organization, run.id);
-    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : {};
+    // After a kill, look again soon: level-triggered, a step still running is killed again.
+    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity);
+    return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
   };
 }
 

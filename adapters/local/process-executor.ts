@@ -145,6 +145,15 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     return outputs;
   }
 
+  /** SIGTERM now, SIGKILL if the process is still there after the grace period. */
+  function terminate(e: Entry): void {
+    const child = e.child;
+    if (!child) return;
+    child.kill("SIGTERM");
+    const t = setTimeout(() => { if (e.child === child) child.kill("SIGKILL"); }, KILL_GRACE_MS);
+    t.unref();
+  }
+
   async function tail(file: string): Promise<string> {
     try { const s = await readFile(file, "utf8"); return s.slice(-LOG_TAIL); } catch { return ""; }
   }
@@ -168,6 +177,10 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       await finish({ phase: "failed", exitCode: null, message: err instanceof Error ? err.message : String(err) });
       return;
     }
+    if (e.killReason) {
+      await finish(e.killReason === "cancelled" ? { phase: "cancelled", exitCode: null, message: "cancelled" } : { phase: "failed", exitCode: null, message: `timed out after ${task.timeoutMs} ms` });
+      return;
+    }
     const exe = await describeExecutable(task.invocation.argv[0] as string);
     if (!exe) {
       await finish({ phase: "failed", exitCode: null, message: `${task.invocation.argv[0]} is not installed (not on PATH)` });
@@ -180,6 +193,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     await mkdir(env.TMPDIR, { recursive: true });
     const child = spawn(task.invocation.argv[0] as string, task.invocation.argv.slice(1), { cwd: e.dir, env, stdio: ["ignore", outFd, logFd], detached: false });
     e.child = child;
+    if (e.killReason) terminate(e); // told to stop while it was being started
     const code = await new Promise<number | null>((resolve) => {
       child.on("error", (err) => { void writeFile(log, `${err.message}\n`, { flag: "a" }); resolve(null); });
       child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : null)));
@@ -224,12 +238,10 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     },
     async kill(runId, stepId, reason) {
       const e = runs.get(runId)?.get(stepId);
-      if (!e?.child || e.state.phase !== "running") return;
-      e.killReason = reason;
-      const child = e.child;
-      child.kill("SIGTERM");
-      const t = setTimeout(() => { if (e.child === child) child.kill("SIGKILL"); }, KILL_GRACE_MS);
-      t.unref();
+      if (!e || e.state.phase !== "running") return;
+      // Remembered even before the process exists (still staging): it is then never started.
+      e.killReason ??= reason;
+      terminate(e);
     },
     watch(fn) { events.on("change", fn); return () => events.off("change", fn); },
     async logs(runId, stepId) {

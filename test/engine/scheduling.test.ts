@@ -47,10 +47,10 @@ async function submit(engine: Engine, org: string, spec: PipelineSpec): Promise<
   return r.run;
 }
 
-async function until(fn: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+async function until(fn: () => Promise<boolean>, timeoutMs = 30_000, what?: () => Promise<unknown>): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await fn())) {
-    if (Date.now() > end) throw new Error("timed out waiting");
+    if (Date.now() > end) throw new Error(`timed out waiting${what ? `: ${JSON.stringify(await what())}` : ""}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -105,7 +105,8 @@ t.test("timeout and cancel free their slots", async (t) => {
   t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
   const slow = await submit(h.engine, "o1", parallel(1, 30, 300));
   const next = await submit(h.engine, "o1", parallel(1, 0.05));
-  await until(async () => finished(await h.engine.runs.get(next.id)), 15_000);
+  const states = async () => Promise.all([slow, next].map(async (r) => { const x = await h.engine.runs.get(r.id); return [x?.status, x?.steps.map((st) => [st.status, st.error, st.waitingReason]), [...(await h.executor.observe(r.id))]]; }));
+  await until(async () => finished(await h.engine.runs.get(next.id)), 15_000, states);
   const s = await h.engine.runs.get(slow.id);
   t.equal(s?.status, "failed");
   t.match(s?.steps[0]?.error, /timed out after 300 ms/);
@@ -117,7 +118,8 @@ t.test("timeout and cancel free their slots", async (t) => {
   t.equal((await h.engine.runs.get(after.id))?.steps[0]?.status, "waiting");
   const t0 = Date.now();
   await h.engine.cancel((await h.engine.runs.get(long.id)) as RunRecord);
-  await until(async () => finished(await h.engine.runs.get(after.id)), 15_000);
+  const states2 = async () => Promise.all([long, after].map(async (r) => { const x = await h.engine.runs.get(r.id); return [x?.status, x?.cancelRequested, x?.steps.map((st) => [st.status, st.error, st.waitingReason]), [...(await h.executor.observe(r.id))]]; }));
+  await until(async () => finished(await h.engine.runs.get(after.id)), 15_000, states2);
   t.ok(Date.now() - t0 < 10_000, "cancel took effect promptly");
   t.equal((await h.engine.runs.get(long.id))?.status, "cancelled");
   t.equal((await h.engine.runs.get(after.id))?.status, "completed");
