@@ -26,6 +26,8 @@ export interface Engine {
   builtins: ReadonlyMap<string, PipelineSpec>;
   submit(input: SubmitInput): Promise<{ ok: true; run: RunRecord } | { ok: false; status: 400 | 422; code: string; message: string; errors: Issue[] }>;
   cancel(run: RunRecord): Promise<RunRecord>;
+  /** One reconcile of one run (what the controller's workers call). */
+  reconcile(runId: string): Promise<{ requeueAfterMs?: number }>;
   stop(): Promise<void>;
 }
 
@@ -136,6 +138,7 @@ export function createEngine(deps: { runs: RunStore; executor: StepExecutor; sto
     async cancel(run) {
       return (await deps.runs.update(run.id, (r) => (r.cancelRequested || ["completed", "failed", "cancelled"].includes(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
     },
+    reconcile,
     stop: () => controller.stop(),
   };
 }

@@ -194,6 +194,8 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     const child = spawn(task.invocation.argv[0] as string, task.invocation.argv.slice(1), { cwd: e.dir, env, stdio: ["ignore", outFd, logFd], detached: false });
     e.child = child;
     if (e.killReason) terminate(e); // told to stop while it was being started
+    await persist(task.runId, task.stepId, e);
+    changed(task.runId); // the tool's version and executable are known now
     const code = await new Promise<number | null>((resolve) => {
       child.on("error", (err) => { void writeFile(log, `${err.message}\n`, { flag: "a" }); resolve(null); });
       child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : null)));

@@ -186,3 +186,24 @@ t.test("run.json is written when the run starts and updated when it ends", async
   t.equal(late.status, "completed", "updated at the end");
   t.ok(late.completedAt);
 });
+
+t.test("reconciling again with nothing changed changes nothing", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "operon-sched-"));
+  const h = harness(dir, 1);
+  t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
+  const run = await submit(h.engine, "o1", parallel(2, 1));
+  // Settled: one step running (with its tool's provenance recorded), the other waiting.
+  await until(async () => { const r = await h.engine.runs.get(run.id); return (r?.steps.some((s) => s.status === "waiting") ?? false) && (r?.steps.some((s) => s.toolVersion) ?? false); });
+  await new Promise((r) => setTimeout(r, 100));
+  const before = JSON.stringify(await h.engine.runs.get(run.id));
+  const observedBefore = JSON.stringify([...(await h.executor.observe(run.id))].map(([id, o]) => [id, o.phase, o.attempt]));
+  let writes = 0;
+  const unwatch = h.engine.runs.watch((id) => { if (id === run.id) writes++; });
+  await h.engine.reconcile(run.id);
+  await h.engine.reconcile(run.id);
+  unwatch();
+  t.equal(writes, 0, "no write to the run");
+  const after = JSON.stringify(await h.engine.runs.get(run.id));
+  t.equal(after, before, "the run is unchanged");
+  t.equal(JSON.stringify([...(await h.executor.observe(run.id))].map(([id, o]) => [id, o.phase, o.attempt])), observedBefore, "no step started or stopped");
+});
