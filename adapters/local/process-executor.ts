@@ -193,13 +193,15 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     await mkdir(env.TMPDIR, { recursive: true });
     const child = spawn(task.invocation.argv[0] as string, task.invocation.argv.slice(1), { cwd: e.dir, env, stdio: ["ignore", outFd, logFd], detached: false });
     e.child = child;
-    if (e.killReason) terminate(e); // told to stop while it was being started
-    await persist(task.runId, task.stepId, e);
-    changed(task.runId); // the tool's version and executable are known now
-    const code = await new Promise<number | null>((resolve) => {
+    // Listen before anything else is awaited: a quick tool may exit at once.
+    const exited = new Promise<number | null>((resolve) => {
       child.on("error", (err) => { void writeFile(log, `${err.message}\n`, { flag: "a" }); resolve(null); });
       child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : null)));
     });
+    if (e.killReason) terminate(e); // told to stop while it was being started
+    await persist(task.runId, task.stepId, e);
+    changed(task.runId); // the tool's version and executable are known now
+    const code = await exited;
     closeSync(logFd);
     if (outFd !== logFd) closeSync(outFd);
     if (e.killReason === "cancelled") { await finish({ phase: "cancelled", exitCode: code, message: "cancelled" }); return; }
