@@ -31,4 +31,3 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (field: string, message: string) => new ApiError("invalid_request", `${field}: ${message}`, { field });
-export const notFound = (what: string) => new ApiError("not_found", `${what} not found`);

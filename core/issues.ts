@@ -41,10 +41,6 @@ export class IssueList {
     this.warnings.push({ code, path, message });
   }
 
-  hasErrorAt(pathPrefix: string): boolean {
-    return this.errors.some((e) => e.path === pathPrefix || e.path.startsWith(pathPrefix + "/"));
-  }
-
   result(): ValidationResult {
     return { valid: this.errors.length === 0, errors: this.errors, warnings: this.warnings };
   }
