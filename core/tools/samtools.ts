@@ -1,6 +1,7 @@
 /** samtools: SAM/BAM/CRAM manipulation. Commands are exactly the spec's list. */
 import { z } from "zod";
-import type { CommandDefinition, ToolDefinition } from "./types.js";
+import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./types.js";
+import { tabix as tabixTool } from "./tabix.js";
 import { Stager, positional, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str, oneOf } from "./params.js";
 
 const COMMANDS = ["view", "sort", "index", "merge", "stats", "flagstat", "idxstats", "depth", "coverage", "tabix"] as const;
@@ -20,6 +21,21 @@ const schema = z.strictObject({
 });
 
 const sam = ["samtools"] as const;
+const tabixIndex = tabixTool.commands.index as CommandDefinition;
+
+/** `samtools CMD <options> -o OUT IN`: one staged input, one output named after it. */
+function toFile(cmd: string, description: string, suffix: string, options: (p: Params) => string[]): CommandDefinition {
+  return {
+    description,
+    required: ["inputFile"],
+    build(p: Params, ctx: BuildContext) {
+      const s = new Stager(p);
+      const input = s.file("inputFile");
+      const output = outputPath(p, "outputFile", `${stem(input)}${suffix}`);
+      return invocation(program(ctx, sam), [cmd, ...options(p), ...extraArgs(p), "-o", output, input], s, [out(output)]);
+    },
+  };
+}
 const threadsOpt = (p: Record<string, unknown>) => flag("-@", optInt(p, "threads"));
 
 const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
@@ -41,18 +57,8 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       ], s, [out(output)]);
     },
   },
-  sort: {
-    description: "Sort alignments by coordinate (or by read name with byName).",
-    required: ["inputFile"],
-    build(p, ctx) {
-      const s = new Stager(p);
-      const input = s.file("inputFile");
-      const output = outputPath(p, "outputFile", `${stem(input)}.sorted.bam`);
-      return invocation(program(ctx, sam), [
-        "sort", ...threadsOpt(p), ...(optBool(p, "byName") ? ["-n"] : []), ...extraArgs(p), "-o", output, input,
-      ], s, [out(output)]);
-    },
-  },
+  sort: toFile("sort", "Sort alignments by coordinate (or by read name with byName).", ".sorted.bam",
+    (p) => [...threadsOpt(p), ...(optBool(p, "byName") ? ["-n"] : [])]),
   index: {
     description: "Index a coordinate-sorted BAM/CRAM. The output is the indexed file with its index beside it, so `${step.outputFile}` brings both.",
     required: ["inputFile"],
@@ -82,45 +88,14 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   stats: statsLike("stats", "Comprehensive alignment statistics.", ".stats.txt"),
   flagstat: statsLike("flagstat", "Counts of reads by SAM flag.", ".flagstat.txt"),
   idxstats: statsLike("idxstats", "Per-reference read counts from the index.", ".idxstats.txt"),
-  depth: {
-    description: "Per-position read depth (optionally a region; allPositions includes zero depth).",
-    required: ["inputFile"],
-    build(p, ctx) {
-      const s = new Stager(p);
-      const input = s.file("inputFile");
-      const output = outputPath(p, "outputFile", `${stem(input)}.depth.tsv`);
-      const region = optStr(p, "region");
-      return invocation(program(ctx, sam), [
-        "depth", ...(optBool(p, "allPositions") ? ["-a"] : []), ...flag("-Q", optInt(p, "minMapQ")), ...flag("-r", region),
-        ...extraArgs(p), "-o", output, input,
-      ], s, [out(output)]);
-    },
-  },
-  coverage: {
-    description: "Per-reference coverage summary (optionally a region).",
-    required: ["inputFile"],
-    build(p, ctx) {
-      const s = new Stager(p);
-      const input = s.file("inputFile");
-      const output = outputPath(p, "outputFile", `${stem(input)}.coverage.tsv`);
-      return invocation(program(ctx, sam), [
-        "coverage", ...flag("-q", optInt(p, "minMapQ")), ...flag("-r", optStr(p, "region")), ...extraArgs(p), "-o", output, input,
-      ], s, [out(output)]);
-    },
-  },
+  depth: toFile("depth", "Per-position read depth (optionally a region; allPositions includes zero depth).", ".depth.tsv",
+    (p) => [...(optBool(p, "allPositions") ? ["-a"] : []), ...flag("-Q", optInt(p, "minMapQ")), ...flag("-r", optStr(p, "region"))]),
+  coverage: toFile("coverage", "Per-reference coverage summary (optionally a region).", ".coverage.tsv",
+    (p) => [...flag("-q", optInt(p, "minMapQ")), ...flag("-r", optStr(p, "region"))]),
+  // htslib's tabix ships with samtools: the same command as the tabix tool's `index`.
   tabix: {
+    ...tabixIndex,
     description: "Index a bgzip-compressed tab-delimited file (htslib's tabix, shipped with samtools). The output is the indexed file with its .tbi beside it.",
-    required: ["inputFile"],
-    build(p, ctx) {
-      const s = new Stager(p);
-      const src = optStr(p, "inputFile") ?? "";
-      const input = s.file("inputFile", outputPath(p, "outputFile", src.split("/").pop() ?? "input.gz"));
-      const preset = optEnum(p, "preset", ["gff", "bed", "sam", "vcf"]) ?? (/\.vcf\.gz$/i.test(input) ? "vcf" : /\.bed\.gz$/i.test(input) ? "bed" : /\.gff3?\.gz$/i.test(input) ? "gff" : undefined);
-      const csi = optBool(p, "csi") === true;
-      return invocation(program(ctx, ["tabix"]), [
-        "-f", ...flag("-p", preset), ...(csi ? ["-C"] : []), ...extraArgs(p), input,
-      ], s, [out(input, [input + (csi ? ".csi" : ".tbi")])]);
-    },
   },
 };
 
