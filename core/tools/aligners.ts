@@ -9,11 +9,6 @@ import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneO
 
 const readGroup = () => str().optional();
 
-/** Local name of a reference index: the reference's basename (or outputFile when given). */
-function indexName(p: Params): string {
-  return outputPath(p, "outputFile", basename(optStr(p, "inputFile") ?? optStr(p, "reference") ?? "reference.fa"));
-}
-
 function indexCommand(description: string, prog: (ctx: BuildContext) => readonly string[], suffixes: readonly string[],
   argv: (p: Params, ref: string) => string[]): CommandDefinition {
   return {
@@ -21,7 +16,7 @@ function indexCommand(description: string, prog: (ctx: BuildContext) => readonly
     required: ["inputFile"],
     build(p, ctx) {
       const s = new Stager(p);
-      const ref = s.file("inputFile", indexName(p));
+      const ref = s.indexed("reference.fa");
       return invocation(prog(ctx), argv(p, ref), s, [out(ref, suffixes.map((x) => ref + x))]);
     },
   };

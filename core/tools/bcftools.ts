@@ -84,7 +84,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
     required: ["inputFile"],
     build(p, ctx) {
       const s = new Stager(p);
-      const input = s.file("inputFile", outputPath(p, "outputFile", (optStr(p, "inputFile") ?? "input.vcf.gz").split("/").pop() ?? "input.vcf.gz"));
+      const input = s.indexed("input.vcf.gz");
       const extra = extraArgs(p);
       const tbi = extra.includes("-t") || extra.includes("--tbi");
       return invocation(bcf(ctx), ["index", ...threads(p), "-f", ...extra, input], s, [out(input, [input + (tbi ? ".tbi" : ".csi")])]);

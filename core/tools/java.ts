@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
 
 /* ---------- picard ---------- */
 const PICARD = ["SortSam", "MarkDuplicates", "CreateSequenceDictionary", "CollectAlignmentSummaryMetrics", "AddOrReplaceReadGroups", "BuildBamIndex", "CollectInsertSizeMetrics"] as const;
@@ -51,8 +51,8 @@ export const picard: ToolDefinition = {
       const m = outputPath(p, "outputFile2", `${stem(i)}.markdup-metrics.txt`);
       return { args: ["-I", i, "-O", o, "-M", m, ...(optBool(p, "removeDuplicates") ? ["--REMOVE_DUPLICATES", "true"] : [])], outputs: [out(o), out(m)] };
     }),
-    CreateSequenceDictionary: picardCommand("CreateSequenceDictionary", "Create the .dict of a reference FASTA. The output is the reference with its .dict beside it.", ["inputFile"], (s, p) => {
-      const r = s.file("inputFile", outputPath(p, "outputFile", basename(optStr(p, "inputFile") ?? "reference.fa")));
+    CreateSequenceDictionary: picardCommand("CreateSequenceDictionary", "Create the .dict of a reference FASTA. The output is the reference with its .dict beside it.", ["inputFile"], (s) => {
+      const r = s.indexed("reference.fa");
       const dict = r.replace(/\.(fa|fasta|fna)(\.gz)?$/i, "") + ".dict";
       return { args: ["-R", r, "-O", dict], outputs: [out(r, [dict])] };
     }),
@@ -78,8 +78,8 @@ export const picard: ToolDefinition = {
         outputs: [out(o)],
       };
     }),
-    BuildBamIndex: picardCommand("BuildBamIndex", "Index a BAM (<name>.bai). The output is the BAM with its index beside it.", ["inputFile"], (s, p) => {
-      const i = s.file("inputFile", outputPath(p, "outputFile", basename(optStr(p, "inputFile") ?? "input.bam")));
+    BuildBamIndex: picardCommand("BuildBamIndex", "Index a BAM (<name>.bai). The output is the BAM with its index beside it.", ["inputFile"], (s) => {
+      const i = s.indexed("input.bam");
       const bai = i.replace(/\.bam$/i, "") + ".bai";
       return { args: ["-I", i, "-O", bai], outputs: [out(i, [bai])] };
     }),
@@ -124,7 +124,7 @@ export const gatk: ToolDefinition = {
       const prog = program(ctx, ["gatk"]);
       const pre = [...(java ? ["--java-options", java] : []), tool];
       if (tool === "CreateSequenceDictionary" || tool === "IndexFeatureFile") {
-        const f = s.file("inputFile", outputPath(p, "outputFile", basename(optStr(p, "inputFile") ?? "input")));
+        const f = s.indexed("input");
         const idx = tool === "CreateSequenceDictionary" ? f.replace(/\.(fa|fasta|fna)(\.gz)?$/i, "") + ".dict" : f + (/\.gz$/i.test(f) ? ".tbi" : ".idx");
         const args = tool === "CreateSequenceDictionary" ? ["-R", f, "-O", idx] : ["-I", f];
         return invocation(prog, [...pre, ...args, ...extraArgs(p)], s, [out(f, [idx])]);

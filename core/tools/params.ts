@@ -166,6 +166,15 @@ export class Stager {
     return source === undefined ? undefined : this.add(name, source, as);
   }
 
+  /**
+   * Stages `inputFile` for an index command, which writes its index beside the file: under
+   * the name `outputFile` gives, else the input's own basename, so the indexed file is the
+   * step's output and `${step.outputFile}` brings the index with it.
+   */
+  indexed(fallback: string): string {
+    return this.file("inputFile", outputPath(this.p, "outputFile", basename(optStr(this.p, "inputFile") ?? fallback)));
+  }
+
   /** Stages an explicit value (e.g. one element of a file list) under a parameter name. */
   add(param: string, source: string, as?: string): string {
     const local = as ?? `in/${this.inputs.length + 1}/${safeName(basename(source))}`;

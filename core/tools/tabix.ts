@@ -1,7 +1,7 @@
 /** tabix and bgzip (htslib): compress and index tab-delimited genomic files. */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, positional, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, positional, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, out, outputPath, program, stem, str } from "./params.js";
 
 const COMMANDS = ["index", "bgzip", "query"] as const;
 const PRESETS = ["gff", "bed", "sam", "vcf"] as const;
@@ -19,7 +19,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
     required: ["inputFile"],
     build(p, ctx) {
       const s = new Stager(p);
-      const input = s.file("inputFile", outputPath(p, "outputFile", basename(optStr(p, "inputFile") ?? "input.gz")));
+      const input = s.indexed("input.gz");
       const preset = optEnum(p, "preset", PRESETS) ?? (/\.vcf\.gz$/i.test(input) ? "vcf" : /\.bed\.gz$/i.test(input) ? "bed" : /\.gff3?\.gz$/i.test(input) ? "gff" : /\.sam\.gz$/i.test(input) ? "sam" : undefined);
       const csi = optBool(p, "csi") === true;
       return invocation(program(ctx, ["tabix"]), ["-f", ...flag("-p", preset), ...(csi ? ["-C"] : []), ...extraArgs(p), input], s,
