@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.install-stamp
 
-.PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools
+.PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools crds
 
 # Debian's bioinformatics tools: the catalogue's local runtime, used by the tests (and, later,
 # by embedded mode). Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -27,7 +27,12 @@ debian-tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_TOOLS) >/dev/null; \
 	fi
 
-# Test servers built from Go modules and cached (DESIGN §10): MinIO for the S3 adapter tests.
+# The PipelineRun CRD, generated from the zod schemas in core/pipelinerun.ts (a test fails when stale).
+crds: install
+	npx tsx scripts/gen-crds.ts
+
+# Test servers built from Go modules and cached (DESIGN §10): MinIO for the S3 adapter tests,
+# etcd + kube-apiserver + kubectl for the operator tests.
 test-deps:
 	@bash scripts/test-deps.sh
 

@@ -161,6 +161,11 @@ export interface RunRecord {
   cancelRequested: boolean;
   steps: StepRecord[];
   submittedBy: string;
+  /**
+   * Set by a store when the stored run cannot be executed as it is (e.g. a PipelineRun
+   * applied by hand that does not match the schema): the reconciler fails it with this reason.
+   */
+  invalid?: string;
 }
 
 export interface RunStore {

@@ -1,26 +1,72 @@
 #!/usr/bin/env bash
-# Test dependencies that are not npm packages: a real S3 server (MinIO) that checks SigV4
-# signatures, built from its Go module and cached (DESIGN §10). Nothing is downloaded from
-# outside the package registries: `go install` fetches the module through the Go proxy.
-# Idempotent: does nothing when the binary is already in the cache.
+# Test dependencies that are not npm packages, built from their Go modules and cached outside
+# the repository (DESIGN §10). Nothing is downloaded from outside the package registries:
+# `go` fetches every module through the Go module proxy.
+#  - MinIO: a real S3 server that checks SigV4 signatures.
+#  - etcd + kube-apiserver + kubectl: a real Kubernetes control plane for the operator tests
+#    (envtest-style). Skipped when KUBEBUILDER_ASSETS names a folder that has all three.
+# Idempotent: does nothing for a binary already in the cache.
 set -euo pipefail
 
 # Pinned: the pseudo-version `go install github.com/minio/minio@latest` resolved on 2026-11-21.
 MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
+# Pinned Kubernetes release; its staging modules (k8s.io/api, …) are the matching v0.x.y, and
+# etcd is the version that release's go.mod requires.
+K8S_VERSION="v1.34.4"
+ETCD_VERSION="v3.6.4"
 
 CACHE_DIR="${OPERON_CACHE_DIR:-$HOME/.cache/operon}"
 BIN_DIR="$CACHE_DIR/bin"
-MINIO_BIN="$BIN_DIR/minio"
+K8S_DIR="$CACHE_DIR/k8s-$K8S_VERSION"
 
-if [ -x "$MINIO_BIN" ]; then
-  exit 0
+need_go() {
+  if ! command -v go >/dev/null 2>&1; then
+    echo "test-deps: Go is required to build $1 for the tests (apt-get install golang-go, or https://go.dev/dl); then run: make test-deps" >&2
+    exit 1
+  fi
+}
+
+if [ ! -x "$BIN_DIR/minio" ]; then
+  need_go MinIO
+  mkdir -p "$BIN_DIR"
+  echo "test-deps: building MinIO $MINIO_VERSION into $BIN_DIR/minio (takes a few minutes, once)"
+  GOBIN="$BIN_DIR" go install "github.com/minio/minio@$MINIO_VERSION"
 fi
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "test-deps: Go is required to build MinIO for the S3 tests (apt-get install golang-go, or https://go.dev/dl); then run: make test-deps" >&2
-  exit 1
+have_assets() { for b in etcd kube-apiserver kubectl; do [ -x "$1/$b" ] || return 1; done; }
+if [ -n "${KUBEBUILDER_ASSETS:-}" ] && have_assets "$KUBEBUILDER_ASSETS"; then
+  :
+elif ! have_assets "$K8S_DIR"; then
+  need_go "Kubernetes $K8S_VERSION"
+  echo "test-deps: building etcd $ETCD_VERSION, kube-apiserver and kubectl $K8S_VERSION into $K8S_DIR (about 10 minutes on 2 cores, once)"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  staging="v0.${K8S_VERSION#v1.}"
+  # k8s.io/kubernetes replaces its staging modules with ./staging/...; a module of our own
+  # requires it and points the same replaces at the published staging modules.
+  {
+    echo "module operon.dev/k8s-test-binaries"
+    echo
+    echo "go 1.24.0"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    curl -fsSL "$(go env GOPROXY | cut -d, -f1)/k8s.io/kubernetes/@v/$K8S_VERSION.mod" \
+      | sed -nE "s#^\s+(k8s.io/[a-z0-9-]+) => ./staging/src/.*#\t\1 => \1 $staging#p"
+    echo ")"
+  } > "$work/go.mod"
+  (cd "$work" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >"$work/get.log" 2>&1) \
+    || { cat "$work/get.log" >&2; exit 1; }
+  ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+  done
+  mkdir -p "$K8S_DIR.tmp"
+  (cd "$work" \
+    && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_DIR.tmp/etcd" go.etcd.io/etcd/server/v3 \
+    && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_DIR.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
+    && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_DIR.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl)
+  rm -rf "$K8S_DIR" && mv "$K8S_DIR.tmp" "$K8S_DIR"
 fi
-
-mkdir -p "$BIN_DIR"
-echo "test-deps: building MinIO $MINIO_VERSION into $MINIO_BIN (takes a few minutes, once)"
-GOBIN="$BIN_DIR" go install "github.com/minio/minio@$MINIO_VERSION"
