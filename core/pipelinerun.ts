@@ -172,8 +172,6 @@ export function jobName(runId: string, stepId: string, attempt: number): string 
 
 /* ------------------------------------------------------------------ record <-> resource */
 
-const opt = <T>(v: T | null | undefined) => (v === null || v === undefined ? undefined : v);
-
 /** The resource to create for a new run (status is written separately, via the subresource). */
 export function runToResource(run: RunRecord, namespace: string): PipelineRunResource & { spec: PipelineRunSpec } {
   return {
