@@ -56,14 +56,34 @@ export function loadBuiltins(): Map<string, PipelineSpec> {
   return out;
 }
 
-export function createEngine(deps: { runs: RunStore; executor: StepExecutor; store: ObjectStore; clock: Clock; orgConcurrency: (org: string) => number; workers?: number; log?: (msg: string) => void; tools?: ToolCatalogue }): Engine {
+export interface EngineDeps {
+  runs: RunStore;
+  executor: StepExecutor;
+  store: ObjectStore;
+  clock: Clock;
+  orgConcurrency: (org: string) => number;
+  workers?: number;
+  log?: (msg: string) => void;
+  tools?: ToolCatalogue;
+  /**
+   * Run the operator loop in this process (default). Cluster mode's api-server only submits,
+   * reads and cancels: the operator Deployment reconciles.
+   */
+  controller?: boolean;
+}
+
+export function createEngine(deps: EngineDeps): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
   const tools = deps.tools ?? defaultCatalogue;
   const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools });
-  const controller = startController({
+  const controller = deps.controller === false ? undefined : startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
     waitingRuns: (org) => ledger.waitingRuns(org),
     hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
+    // The ledger starts from the steps running now (live Jobs), before anything is admitted.
+    prime: async () => {
+      for (const a of (await deps.executor.activeSteps?.()) ?? []) ledger.observe(a.organization, a.runId, 0, { known: a.stepIds, running: a.stepIds, ready: [] });
+    },
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),
   });
   const builtins = loadBuiltins();
@@ -139,6 +159,6 @@ export function createEngine(deps: { runs: RunStore; executor: StepExecutor; sto
       return (await deps.runs.update(run.id, (r) => (r.cancelRequested || ["completed", "failed", "cancelled"].includes(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
     },
     reconcile,
-    stop: () => controller.stop(),
+    stop: async () => { await controller?.stop(); },
   };
 }

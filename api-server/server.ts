@@ -77,15 +77,17 @@ export async function bootstrap(rt: Runtime): Promise<string | undefined> {
 export async function startServer(config: Config, log: (s: string) => void): Promise<FastifyInstance> {
   const rt = await createRuntime(config);
   const key = await bootstrap(rt);
-  const embedded = config.OPERON_MODE === "embedded" ? await createEmbeddedEngine(rt, log) : undefined;
+  const parts = config.OPERON_MODE === "embedded"
+    ? await createEmbeddedEngine(rt, log)
+    : await (await import("../operator/cluster.js")).createClusterEngine(config, rt.store, { log });
   const app = await buildApp({
     config: { ...config, signingSecret: rt.secret },
     store: rt.store,
     service: rt.service,
     logger: { level: process.env.LOG_LEVEL ?? "info" },
-    ...(embedded ? { engine: embedded.engine } : {}),
+    engine: parts.engine,
   });
-  if (embedded) app.addHook("onClose", async () => { await embedded.stop(); });
+  app.addHook("onClose", async () => { await parts.stop(); });
   app.operon.auth.start();
   await app.listen({ port: config.PORT, host: config.host });
   const base = config.publicUrl;

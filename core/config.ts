@@ -24,6 +24,19 @@ const EnvSchema = z.object({
   S3_FORCE_PATH_STYLE: bool.default(false),
   AWS_ACCESS_KEY_ID: z.string().min(1).optional(),
   AWS_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Cluster mode: the operon image, run by each step Job's stage-in and stage-out helpers. */
+  OPERON_IMAGE: z.string().min(1).default("ghcr.io/operon-dev/operon:0.1.0"),
+  /** Cluster mode: Secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) the step helpers read S3 with. */
+  OPERON_S3_CREDENTIALS_SECRET: z.string().min(1).optional(),
+  /** Cluster mode: S3 endpoint as the step pods reach it, when it differs from S3_ENDPOINT. */
+  OPERON_STEP_S3_ENDPOINT: z.url().optional(),
+  /** Operator: leader-election lease; renewals every 2/15 of it, leadership given up after 2/3 without one. */
+  OPERON_LEASE_DURATION_SECONDS: z.coerce.number().int().min(2).max(300).default(15),
+  OPERON_LEADER_ELECTION: bool.default(true),
+  /** Operator: finished step Jobs (and their pods) are deleted after this long. */
+  OPERON_JOB_TTL_SECONDS: z.coerce.number().int().min(0).default(86_400),
+  /** Operator: parallel reconciles. */
+  OPERON_OPERATOR_WORKERS: z.coerce.number().int().min(1).max(64).default(8),
   OPERON_LLM_PROVIDER: z.enum(["anthropic", "openai"]).optional(),
   OPERON_LLM_BASE_URL: z.url().optional(),
   OPERON_LLM_API_KEY: z.string().optional(),

@@ -28,6 +28,10 @@ export const ANNOTATION = {
   org: "operon.dev/organization",
   workspace: "operon.dev/workspace-name",
   stepId: "operon.dev/step-id",
+  runId: "operon.dev/run-id",
+  tool: "operon.dev/tool",
+  stoppedMessage: "operon.dev/stopped-message",
+  createdBy: "operon.dev/created-by",
   attempt: "operon.dev/attempt",
   /** Why the operator stopped a Job: `cancelled` or `timeout`. */
   stopped: "operon.dev/stopped",

@@ -4,7 +4,7 @@
  * every HTTP route are the same code in embedded and cluster mode (DESIGN §3).
  */
 import type { PipelineSpec } from "./spec/schema.js";
-import type { Invocation } from "./tools/types.js";
+import type { Invocation, Runtime } from "./tools/types.js";
 
 /** Bytes as a stream: a Node Readable satisfies it, and so does any async iterable of chunks. */
 export type ByteStream = AsyncIterable<Uint8Array>;
@@ -211,6 +211,13 @@ export interface ObservedStepState {
 
 /** Runs steps: local child processes (embedded) or Kubernetes Jobs (cluster). */
 export interface StepExecutor {
+  /** How argv is built for it: Debian's executables (`local`, default) or the tool images (`container`). */
+  readonly runtime?: Runtime;
+  /**
+   * Steps running now, by run (cluster mode: the live Jobs), so a starting operator rebuilds
+   * the per-organization ledger before it admits anything.
+   */
+  activeSteps?(): Promise<Array<{ organization: string; runId: string; stepIds: string[] }>>;
   /** Starts the step; a step already known (same run, step and attempt) is not started twice. */
   submit(task: StepTask): Promise<void>;
   /** Every step of the run the executor knows, by step id. */

@@ -21,6 +21,8 @@ export interface ControllerOptions {
   waitingRuns?: (org: string) => Iterable<string>;
   /** Whether the organization has a free slot now (with waitingRuns: wake the waiting after each reconcile). */
   hasFreeSlot?: (org: string) => boolean;
+  /** Runs once before the first reconcile (e.g. rebuild the quota ledger from live Jobs). */
+  prime?: () => Promise<void>;
 }
 
 export function startController(opts: ControllerOptions) {
@@ -44,6 +46,7 @@ export function startController(opts: ControllerOptions) {
     for (const other of opts.waitingRuns ? opts.waitingRuns(org) : active.get(org) ?? []) queue.add(other);
   });
   const done = (async () => {
+    await opts.prime?.();
     for (const r of await opts.runs.list({})) {
       await track(r.id);
       if (!["completed", "failed", "cancelled"].includes(r.status)) queue.add(r.id);

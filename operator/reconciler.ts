@@ -9,7 +9,8 @@ import { buildManifest } from "../core/manifest.js";
 import { planRun, readySteps, stepTimeoutMs, type ObservedStep } from "../core/plan.js";
 import type { Clock, ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor, StepRecord } from "../core/ports.js";
 import type { Ledger } from "../core/quota.js";
-import { resolveStepParameters } from "../core/spec/resolve.js";
+import { resolveInputs, resolveStepParameters } from "../core/spec/resolve.js";
+import { validateSpec } from "../core/spec/validate.js";
 import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 
 /** A step whose process vanished (server restart) is retried up to this many attempts in all. */
@@ -44,6 +45,17 @@ export function createReconciler(deps: ReconcilerDeps) {
     if (!run) return {};
     if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); return {}; }
     const now = deps.clock.now();
+    // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not
+    // match the schema, or whose spec does not validate) fails with the reason, once.
+    const problem = run.invalid ?? (run.status === "queued" ? specProblem(run, tools) : undefined);
+    if (problem) {
+      await deps.runs.update(run.id, (r) => ({
+        ...r, status: "failed", error: `invalid PipelineRun: ${problem}`, completedAt: new Date(now).toISOString(),
+        steps: r.steps.map((st) => (st.status === "pending" || st.status === "waiting" ? { ...st, status: "skipped" } : st)),
+      }));
+      deps.ledger.remove(run.organization, run.id);
+      return {};
+    }
     const seen = await deps.executor.observe(run.id);
 
     // What the planner sees: the executor's observations, minus lost steps that may be retried,
@@ -84,7 +96,7 @@ export function createReconciler(deps: ReconcilerDeps) {
       if (!step || !tool) { startFailures.set(stepId, `unknown tool ${step?.toolName ?? "?"}`); continue; }
       const params = resolveStepParameters(step, run.parameters, outputsOf);
       if (!params.ok) { startFailures.set(stepId, params.errors.map((e) => e.message).join("; ")); continue; }
-      const built = buildInvocation(tool, params.parameters, { runtime: "local" });
+      const built = buildInvocation(tool, params.parameters, { runtime: deps.executor.runtime ?? "local" });
       if (!built.ok) { startFailures.set(stepId, built.errors.map((e) => `${e.path}: ${e.message}`).join("; ")); continue; }
       const attempt = nextAttempt.get(stepId) ?? 1;
       deps.ledger.assume(run.organization, run.id, [stepId]);
@@ -149,6 +161,15 @@ export function createReconciler(deps: ReconcilerDeps) {
     const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity);
     return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
   };
+}
+
+/** Why a queued run's spec or parameters cannot run, if they cannot (checked before anything starts). */
+function specProblem(run: RunRecord, tools: ToolCatalogue): string | undefined {
+  const check = validateSpec(run.spec, { tools });
+  if (!check.valid) return check.errors.slice(0, 5).map((e) => `${e.path || "/"}: ${e.message}`).join("; ");
+  const inputs = resolveInputs(run.spec, run.parameters);
+  if (!inputs.ok) return inputs.errors.slice(0, 5).map((e) => e.message).join("; ");
+  return undefined;
 }
 
 function toObserved(o: ObservedStepState): ObservedStep {

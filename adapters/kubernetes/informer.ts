@@ -1,0 +1,205 @@
+/**
+ * A supervised list-and-watch cache of one kind of object (client-go's informer, reduced to
+ * what Operon needs). It lists, then watches from the list's resourceVersion with bookmarks;
+ * a watch the server ends is resumed; a watch that errors, answers 410 Gone, or goes quiet
+ * (no event, no bookmark, no server close within `quietMs`) is abandoned and the cache is
+ * rebuilt by a fresh list, so a dead connection never leaves the operator blind. Handlers get
+ * only the object that changed — no ADDED/MODIFIED/DELETED switch: callers re-read the level.
+ */
+import type { KubeClient } from "./client.js";
+import { KubeError } from "./client.js";
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }>;
+  };
+}
+
+interface ListResult<T> { metadata: { resourceVersion: string; continue?: string }; items: T[] }
+interface WatchEvent<T> { type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"; object: T & { code?: number; message?: string } }
+
+export interface InformerOptions<T extends KubeObject> {
+  client: KubeClient;
+  /** Collection path, e.g. `/apis/batch/v1/namespaces/ns/jobs`. */
+  path: string;
+  labelSelector?: string;
+  /** Called with the new object, or the last known one when it was deleted. */
+  onChange?: (obj: T) => void;
+  /** A watch with no sign of life for this long is abandoned and the cache relisted. */
+  quietMs?: number;
+  onError?: (error: unknown) => void;
+  /** Page size of the list. */
+  pageSize?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** True when `a` is a newer resourceVersion than `b` (they are etcd revisions in practice). */
+export function newer(a: string | undefined, b: string | undefined): boolean {
+  if (!a) return false;
+  if (!b) return true;
+  const x = Number(a);
+  const y = Number(b);
+  return Number.isFinite(x) && Number.isFinite(y) ? x > y : a !== b;
+}
+
+export class Informer<T extends KubeObject> {
+  private readonly cache = new Map<string, T>();
+  private stopped = false;
+  private abort: AbortController | undefined;
+  private synced!: Promise<void>;
+  private loop: Promise<void> | undefined;
+  /** How often the cache was rebuilt by a list (the first one included). */
+  relists = 0;
+
+  constructor(private readonly opts: InformerOptions<T>) {}
+
+  /** Starts listing and watching; resolves once the first list is in the cache. */
+  start(): Promise<void> {
+    let resolveSynced!: () => void;
+    let rejectSynced!: (e: unknown) => void;
+    this.synced = new Promise<void>((res, rej) => { resolveSynced = res; rejectSynced = rej; });
+    this.loop = (async () => {
+      let failures = 0;
+      let first = true;
+      while (!this.stopped) {
+        try {
+          let rv = await this.relist();
+          if (first) { first = false; resolveSynced(); }
+          failures = 0;
+          // Resume after a normal close; relist after an error, a 410 or a quiet stream.
+          for (;;) {
+            if (this.stopped) return;
+            const next = await this.watchOnce(rv);
+            if (next === undefined) break;
+            rv = next;
+          }
+        } catch (e) {
+          if (this.stopped) return;
+          failures++;
+          this.opts.onError?.(e);
+          if (first && failures >= 30) { rejectSynced(e); return; }
+        }
+        if (!this.stopped) await sleep(Math.min(5000, 100 * 2 ** Math.min(failures, 6)));
+      }
+    })();
+    return this.synced;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+  }
+
+  /** Waits for the loop to end after stop(). */
+  async done(): Promise<void> { await this.loop; }
+
+  get(name: string): T | undefined { return this.cache.get(name); }
+  list(): T[] { return [...this.cache.values()]; }
+
+  /**
+   * Puts an object this process just wrote into the cache (the API's answer), unless the cache
+   * already holds a newer version. The watch event that follows is then a no-op.
+   */
+  assume(obj: T): void {
+    const cur = this.cache.get(obj.metadata.name);
+    if (!cur || newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) this.cache.set(obj.metadata.name, obj);
+  }
+
+  private async relist(): Promise<string> {
+    const seen = new Map<string, T>();
+    let cont: string | undefined;
+    let rv: string;
+    do {
+      const page = await this.opts.client.request<ListResult<T>>("GET", this.opts.path, {
+        query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: cont },
+      });
+      for (const item of page.items) seen.set(item.metadata.name, item);
+      rv = page.metadata.resourceVersion;
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    this.relists++;
+    const changed: T[] = [];
+    for (const [name, old] of this.cache) if (!seen.has(name)) { this.cache.delete(name); changed.push(old); }
+    for (const [name, obj] of seen) {
+      const old = this.cache.get(name);
+      this.cache.set(name, obj);
+      if (!old || old.metadata.resourceVersion !== obj.metadata.resourceVersion) changed.push(obj);
+    }
+    for (const obj of changed) this.emit(obj);
+    return rv;
+  }
+
+  private emit(obj: T): void {
+    try { this.opts.onChange?.(obj); } catch (e) { this.opts.onError?.(e); }
+  }
+
+  /** One watch; returns the resourceVersion to resume from, or undefined to relist. */
+  private async watchOnce(rv: string): Promise<string | undefined> {
+    const quietMs = this.opts.quietMs ?? 90_000;
+    const abort = new AbortController();
+    this.abort = abort;
+    let quiet: NodeJS.Timeout | undefined;
+    let wentQuiet = false;
+    const alive = () => {
+      if (quiet) clearTimeout(quiet);
+      quiet = setTimeout(() => { wentQuiet = true; abort.abort(); }, quietMs);
+    };
+    alive();
+    try {
+      // The server closes the watch after timeoutSeconds; a live stream also sends bookmarks.
+      const res = await this.opts.client.stream(this.opts.path, {
+        query: { watch: 1, resourceVersion: rv, allowWatchBookmarks: true, labelSelector: this.opts.labelSelector, timeoutSeconds: Math.max(1, Math.floor((quietMs * 0.6) / 1000)) },
+        signal: abort.signal,
+      });
+      let buf = "";
+      for await (const chunk of res) {
+        alive();
+        buf += (chunk as Buffer).toString("utf8");
+        let nl: number;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          const ev = JSON.parse(line) as WatchEvent<T>;
+          if (ev.type === "ERROR") {
+            // 410 Gone: our resourceVersion is too old. Anything else: start over too.
+            throw new KubeError(ev.object.code ?? 500, "WatchError", ev.object.message ?? "watch error");
+          }
+          const objRv = ev.object.metadata.resourceVersion;
+          if (objRv) rv = objRv;
+          if (ev.type === "BOOKMARK") continue;
+          const name = ev.object.metadata.name;
+          if (ev.type === "DELETED") {
+            this.cache.delete(name);
+            this.emit(ev.object);
+          } else {
+            const cur = this.cache.get(name);
+            if (cur && cur.metadata.resourceVersion === objRv) continue; // already assumed
+            this.cache.set(name, ev.object);
+            this.emit(ev.object);
+          }
+        }
+      }
+      if (wentQuiet) throw new Error(`watch of ${this.opts.path} went quiet for ${quietMs} ms`);
+      return rv;
+    } catch (e) {
+      if (this.stopped) return undefined;
+      this.opts.onError?.(wentQuiet ? new Error(`watch of ${this.opts.path} went quiet for ${quietMs} ms; relisting`) : e);
+      return undefined;
+    } finally {
+      if (quiet) clearTimeout(quiet);
+      abort.abort();
+    }
+  }
+}

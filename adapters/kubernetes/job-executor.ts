@@ -1,0 +1,231 @@
+/**
+ * Cluster mode's StepExecutor: one `batch/v1` Job per step attempt (DESIGN §4). What a Job
+ * looks like and what its state means is decided in core/jobs.ts; this adapter creates Jobs
+ * (AlreadyExists counts as done), watches Jobs and their pods through supervised informers,
+ * stops Jobs by annotating and suspending them (the record stays, so a stopped step is never
+ * mistaken for one that never started), reads outputs from the stage-out helper's
+ * termination message (or HEADs them in object storage), and keeps step logs in storage.
+ */
+import { EventEmitter } from "node:events";
+import { buildJob, jobActive, jobStep, observeJob, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/jobs.js";
+import { ANNOTATION, LABEL } from "../../core/pipelinerun.js";
+import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepOutput } from "../../core/ports.js";
+import { defaultCatalogue, type ToolCatalogue } from "../../core/tools/index.js";
+import { isAlreadyExists, isNotFound, paths, type KubeClient } from "./client.js";
+import { Informer, type KubeObject } from "./informer.js";
+
+type Job = JobObject & KubeObject;
+type Pod = PodObject & KubeObject;
+
+export interface JobExecutorOptions {
+  client: KubeClient;
+  namespace: string;
+  store: ObjectStore;
+  /** Everything of the Job template but the step (core/jobs.ts JobTemplateOptions). */
+  template: Omit<JobTemplateOptions, "namespace" | "toolImage" | "owner">;
+  /** The PipelineRun's uid for owner references (from the run store's cache). */
+  ownerUid?: (runId: string) => string | undefined;
+  tools?: ToolCatalogue;
+  clock?: Clock;
+  quietMs?: number;
+  onError?: (e: unknown) => void;
+}
+
+export interface KubeJobExecutor extends StepExecutor {
+  start(): Promise<void>;
+  stop(): void;
+  jobs: Informer<Job>;
+  pods: Informer<Pod>;
+}
+
+export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
+  const { client, namespace } = opts;
+  const tools = opts.tools ?? defaultCatalogue;
+  const clock = opts.clock ?? { now: () => Date.now() };
+  const events = new EventEmitter();
+  events.setMaxListeners(100);
+  const selector = LABEL.run;
+  const runOf = (obj: KubeObject) => obj.metadata.annotations?.[ANNOTATION.runId] ?? obj.metadata.labels?.[LABEL.run];
+  const common = { ...(opts.onError ? { onError: opts.onError } : {}), ...(opts.quietMs ? { quietMs: opts.quietMs } : {}) };
+  const jobs = new Informer<Job>({ client, path: paths.jobs(namespace), labelSelector: selector, onChange: (j) => { const r = runOf(j); if (r) events.emit("change", r); }, ...common });
+  const pods = new Informer<Pod>({
+    client, path: paths.pods(namespace), labelSelector: selector,
+    onChange: (p) => { const job = p.metadata.labels?.["job-name"] ?? p.metadata.labels?.["batch.kubernetes.io/job-name"]; const j = job ? jobs.get(job) : undefined; const r = j ? runOf(j) : undefined; if (r) events.emit("change", r); },
+    ...common,
+  });
+  /** Outputs of completed Jobs (read once, from the termination message or storage). */
+  const outputs = new Map<string, Promise<StepOutput[] | string>>();
+  /** Jobs whose logs were copied to storage. */
+  const logsSaved = new Set<string>();
+  const stopping = new Set<string>();
+
+  const podOf = (job: Job): Pod | undefined => {
+    let best: Pod | undefined;
+    for (const p of pods.list()) {
+      const l = p.metadata.labels ?? {};
+      if (l["job-name"] !== job.metadata.name && l["batch.kubernetes.io/job-name"] !== job.metadata.name) continue;
+      if (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "")) best = p;
+    }
+    return best;
+  };
+
+  const jobsOf = (runId: string): Job[] => jobs.list().filter((j) => runOf(j) === runId);
+
+  function latestByStep(runId: string): Map<string, Job> {
+    const out = new Map<string, Job>();
+    for (const j of jobsOf(runId)) {
+      const s = jobStep(j);
+      if (!s) continue;
+      const cur = out.get(s.stepId);
+      if (!cur || Number(cur.metadata.annotations?.[ANNOTATION.attempt]) < s.attempt) out.set(s.stepId, j);
+    }
+    return out;
+  }
+
+  /** Outputs of a completed Job: the stage-out helper's report, else what storage holds. */
+  function readOutputs(job: Job, pod: Pod | undefined): Promise<StepOutput[] | string> {
+    let p = outputs.get(job.metadata.name);
+    if (!p) {
+      p = (async () => {
+        const reported = terminationOutputs(pod);
+        if (reported) return reported;
+        const a = job.metadata.annotations ?? {};
+        const runRoot = a[ANNOTATION.runRoot] ?? "";
+        let declared: Array<{ path: string; secondary: string[] }> = [];
+        try { declared = JSON.parse(a[ANNOTATION.outputs] ?? "[]") as typeof declared; } catch { return "the Job's declared outputs are unreadable"; }
+        const found: StepOutput[] = [];
+        for (const [position, o] of declared.entries()) {
+          for (const [i, path] of [o.path, ...o.secondary].entries()) {
+            const info = await opts.store.head(runRoot + path);
+            if (!info) { if (i === 0) return `declared output ${path} was not produced`; continue; }
+            found.push({ filename: path, key: info.key, size: info.size, sha256: info.sha256 ?? "", ...(i === 0 ? { position } : {}) });
+          }
+        }
+        return found;
+      })();
+      outputs.set(job.metadata.name, p);
+      void p.catch(() => outputs.delete(job.metadata.name));
+    }
+    return p;
+  }
+
+  /** Copies the tool's log of a finished Job into the run folder, once. */
+  async function saveLog(job: Job, pod: Pod | undefined, stepId: string): Promise<void> {
+    if (!pod || logsSaved.has(job.metadata.name)) return;
+    logsSaved.add(job.metadata.name);
+    try {
+      const text = await podLog(pod.metadata.name);
+      if (text !== undefined) await opts.store.put(`${job.metadata.annotations?.[ANNOTATION.runRoot] ?? ""}logs/${stepId}.log`, text, { contentType: "text/plain" });
+    } catch (e) { logsSaved.delete(job.metadata.name); opts.onError?.(e); }
+  }
+
+  async function podLog(pod: string): Promise<string | undefined> {
+    try {
+      const res = await client.stream(`${paths.pods(namespace)}/${encodeURIComponent(pod)}/log`, { query: { container: TOOL_CONTAINER, limitBytes: 4 * 1024 * 1024 } });
+      const chunks: Buffer[] = [];
+      for await (const c of res) chunks.push(c as Buffer);
+      return Buffer.concat(chunks).toString("utf8");
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      // A container that never started has no log (400 Bad Request).
+      return undefined;
+    }
+  }
+
+  /** Annotates the Job with why it was stopped and suspends it (its pods are then removed). */
+  async function stopJob(job: Job, reason: string, message?: string): Promise<void> {
+    if (stopping.has(job.metadata.name) || job.metadata.annotations?.[ANNOTATION.stopped]) return;
+    stopping.add(job.metadata.name);
+    try {
+      const patched = await client.request<Job>("PATCH", `${paths.jobs(namespace)}/${encodeURIComponent(job.metadata.name)}`, {
+        patch: "merge",
+        body: {
+          metadata: { annotations: { [ANNOTATION.stopped]: reason, [ANNOTATION.stoppedAt]: new Date(clock.now()).toISOString(), ...(message ? { [ANNOTATION.stoppedMessage]: message } : {}) } },
+          spec: { suspend: true },
+        },
+      });
+      jobs.assume(patched);
+      const r = runOf(patched);
+      if (r) events.emit("change", r);
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    } finally {
+      stopping.delete(job.metadata.name);
+    }
+  }
+
+  return {
+    runtime: "container",
+    jobs,
+    pods,
+    async start() { await Promise.all([jobs.start(), pods.start()]); },
+    stop() { jobs.stop(); pods.stop(); },
+
+    async submit(task) {
+      const known = latestByStep(task.runId).get(task.stepId);
+      if (known && Number(known.metadata.annotations?.[ANNOTATION.attempt]) >= task.attempt) return;
+      const tool = tools.get(task.toolName);
+      if (!tool) throw new Error(`unknown tool ${task.toolName}`);
+      const uid = opts.ownerUid?.(task.runId);
+      const job = buildJob(task, { ...opts.template, namespace, toolImage: tool.image, ...(uid ? { owner: { name: task.runId, uid } } : {}) });
+      try {
+        const created = await client.request<Job>("POST", paths.jobs(namespace), { body: job });
+        jobs.assume(created);
+      } catch (e) {
+        if (!isAlreadyExists(e)) throw e;
+        // Created before (by an earlier leader or before a restart): that counts as done.
+        const cur = await client.request<Job>("GET", `${paths.jobs(namespace)}/${encodeURIComponent(job.metadata.name)}`);
+        jobs.assume(cur);
+      }
+    },
+
+    async observe(runId) {
+      const out = new Map<string, ObservedStepState>();
+      for (const [stepId, job] of latestByStep(runId)) {
+        const pod = podOf(job);
+        const tool = tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
+        const seen = observeJob(job, pod, tool?.image);
+        let state = seen.state;
+        if (seen.stopNeeded) void stopJob(job, "failed", state.message).catch((e: unknown) => opts.onError?.(e));
+        if (seen.completed) {
+          const o = await readOutputs(job, pod);
+          state = typeof o === "string" ? { ...state, phase: "failed", message: o } : { ...state, outputs: o };
+        }
+        if (state.phase !== "running") void saveLog(job, pod, stepId);
+        out.set(stepId, state);
+      }
+      return out;
+    },
+
+    async kill(runId, stepId, reason) {
+      const job = latestByStep(runId).get(stepId);
+      if (!job || !jobActive(job)) return;
+      await stopJob(job, reason);
+    },
+
+    watch(fn) {
+      events.on("change", fn);
+      return () => events.off("change", fn);
+    },
+
+    async logs(runId, stepId) {
+      const job = latestByStep(runId).get(stepId);
+      if (!job) return undefined;
+      const pod = podOf(job);
+      if (!pod) return undefined;
+      return podLog(pod.metadata.name);
+    },
+
+    async activeSteps() {
+      const byRun = new Map<string, { organization: string; runId: string; stepIds: string[] }>();
+      for (const j of jobs.list()) {
+        const s = jobStep(j);
+        if (!s || !jobActive(j)) continue;
+        const cur = byRun.get(s.runId) ?? { organization: s.organization, runId: s.runId, stepIds: [] };
+        cur.stepIds.push(s.stepId);
+        byRun.set(s.runId, cur);
+      }
+      return [...byRun.values()];
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * Cluster mode's RunStore: each run is a PipelineRun custom resource (DESIGN §4). Reads come
+ * from a supervised informer cache; a run not yet in the cache is fetched directly. Updates
+ * are read-modify-write with the resourceVersion as precondition: the desired state
+ * (`spec.cancelRequested`) is patched on the resource, everything else on the status
+ * subresource; a conflict re-reads the object and applies the change again.
+ */
+import { EventEmitter } from "node:events";
+import { conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/pipelinerun.js";
+import type { Clock, RunStore } from "../../core/ports.js";
+import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
+import { Informer, type KubeObject } from "./informer.js";
+
+type PR = PipelineRunResource & KubeObject;
+
+const MAX_CONFLICT_RETRIES = 8;
+
+export interface KubeRunStore extends RunStore {
+  /** Waits for the first list; call before reading. */
+  start(): Promise<void>;
+  stop(): void;
+  /** The resource's uid, for owner references of its Jobs. */
+  uidOf(runId: string): string | undefined;
+  informer: Informer<PR>;
+}
+
+export function createKubeRunStore(opts: { client: KubeClient; namespace: string; clock?: Clock; onError?: (e: unknown) => void; quietMs?: number }): KubeRunStore {
+  const { client, namespace } = opts;
+  const clock = opts.clock ?? { now: () => Date.now() };
+  const base = paths.pipelineRuns(namespace);
+  const events = new EventEmitter();
+  events.setMaxListeners(100);
+  const informer = new Informer<PR>({
+    client, path: base,
+    onChange: (obj) => events.emit("change", obj.metadata.name),
+    ...(opts.onError ? { onError: opts.onError } : {}),
+    ...(opts.quietMs ? { quietMs: opts.quietMs } : {}),
+  });
+  /** Updates of one run in this process are serialized (conflicts with others are retried). */
+  const chains = new Map<string, Promise<unknown>>();
+  function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = chains.get(id) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(fn);
+    chains.set(id, next);
+    void next.finally(() => { if (chains.get(id) === next) chains.delete(id); }).catch(() => undefined);
+    return next;
+  }
+
+  async function fetch(id: string): Promise<PR | undefined> {
+    try {
+      const obj = await client.request<PR>("GET", `${base}/${encodeURIComponent(id)}`);
+      informer.assume(obj);
+      return informer.get(id) ?? obj;
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  async function read(id: string): Promise<PR | undefined> {
+    return informer.get(id) ?? (await fetch(id));
+  }
+
+  const statusJson = (res: PR) => JSON.stringify(res.status ?? {});
+
+  return {
+    informer,
+    start: () => informer.start(),
+    stop: () => informer.stop(),
+    uidOf: (id) => informer.get(id)?.metadata.uid,
+
+    async create(run) {
+      const created = await client.request<PR>("POST", base, { body: runToResource(run, namespace) });
+      informer.assume(created);
+    },
+
+    async get(id) {
+      const res = await read(id);
+      return res ? resourceToRun(res) : undefined;
+    },
+
+    async list({ organization, workspace }) {
+      return informer.list().map(resourceToRun)
+        .filter((r) => (organization === undefined || r.organization === organization) && (workspace === undefined || r.workspace === workspace))
+        .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1));
+    },
+
+    update: (id, change) => serial(id, async () => {
+      let res = await read(id);
+      for (let attempt = 0; res; attempt++) {
+        const cur = resourceToRun(res);
+        const next = change(cur);
+        if (!next) return cur;
+        const rv = res.metadata.resourceVersion;
+        try {
+          if (next.cancelRequested !== cur.cancelRequested) {
+            // The only desired state the engine changes after creation.
+            const patched = await client.request<PR>("PATCH", `${base}/${encodeURIComponent(id)}`, {
+              patch: "merge",
+              body: { metadata: { resourceVersion: rv }, spec: { cancelRequested: next.cancelRequested } },
+            });
+            informer.assume(patched);
+            res = patched;
+          }
+          const status = runToStatus(next, conditionsOf(res), new Date(clock.now()).toISOString());
+          if (JSON.stringify(status) !== statusJson(res)) {
+            // A full replace of the status (fields that went away go away), guarded by the resourceVersion.
+            const patched = await client.request<PR>("PUT", `${base}/${encodeURIComponent(id)}/status`, { body: { ...res, status } });
+            informer.assume(patched);
+            res = patched;
+          }
+          return resourceToRun(res);
+        } catch (e) {
+          if (!isConflict(e) || attempt >= MAX_CONFLICT_RETRIES) {
+            if (isNotFound(e)) return undefined;
+            throw e;
+          }
+          res = await fetch(id);
+        }
+      }
+      return undefined;
+    }),
+
+    watch(fn) {
+      events.on("change", fn);
+      return () => events.off("change", fn);
+    },
+  };
+}
