@@ -5,6 +5,7 @@
 #  - MinIO: a real S3 server that checks SigV4 signatures.
 #  - etcd + kube-apiserver + kubectl: a real Kubernetes control plane for the operator tests
 #    (envtest-style). Skipped when KUBEBUILDER_ASSETS names a folder that has all three.
+#  - helm: the chart's lint, template and install tests.
 # Idempotent: does nothing for a binary already in the cache.
 set -euo pipefail
 
@@ -14,10 +15,13 @@ MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
 # etcd is the version that release's go.mod requires.
 K8S_VERSION="v1.34.4"
 ETCD_VERSION="v3.6.4"
+# Pinned Helm (the chart tests: lint, template); `helm version` reports it through the ldflags.
+HELM_VERSION="v4.3.1"
 
 CACHE_DIR="${OPERON_CACHE_DIR:-$HOME/.cache/operon}"
 BIN_DIR="$CACHE_DIR/bin"
 K8S_DIR="$CACHE_DIR/k8s-$K8S_VERSION"
+HELM_DIR="$CACHE_DIR/helm-$HELM_VERSION"
 
 need_go() {
   if ! command -v go >/dev/null 2>&1; then
@@ -69,4 +73,13 @@ elif ! have_assets "$K8S_DIR"; then
     && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_DIR.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
     && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_DIR.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl)
   rm -rf "$K8S_DIR" && mv "$K8S_DIR.tmp" "$K8S_DIR"
+fi
+
+if [ ! -x "$HELM_DIR/helm" ]; then
+  need_go "Helm $HELM_VERSION"
+  echo "test-deps: building helm $HELM_VERSION into $HELM_DIR (a few minutes, once)"
+  mkdir -p "$HELM_DIR.tmp"
+  GOBIN="$HELM_DIR.tmp" CGO_ENABLED=0 go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+  rm -rf "$HELM_DIR" && mv "$HELM_DIR.tmp" "$HELM_DIR"
 fi
