@@ -14,6 +14,7 @@ const HELP = `operon — bioinformatics pipelines as an HTTP API
 Usage:
   operon serve                     Start Operon (embedded mode by default; see README "Configuration")
   operon api-server                Start only the HTTP API (cluster mode)
+  operon operator                  Start the operator: reconcile PipelineRuns into Jobs (cluster mode; KUBECONFIG or in-cluster)
   operon workspaces create --org ORG --id ID [--name NAME] [--json]
   operon workspaces list --org ORG [--json]
   operon keys create --org ORG --scopes query,tools,conversations,files [--workspaces a,b] [--name N] [--json]
@@ -22,6 +23,8 @@ Usage:
   operon validate FILE [--json]    Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)
   operon run SPEC_OR_PIPELINE_ID --workspace W [--input k=v …] [--follow] [--json] [--url URL] [--key KEY]   Start a run via the HTTP API
   operon tools [--json]            List the compute tools and their commands
+  operon stage-in --workdir DIR [--termination-log PATH]    Step pod: stage the inputs of env OPERON_STEP_PLAN in (cluster mode)
+  operon stage-out --workdir DIR [--termination-log PATH]   Step pod: upload the declared outputs with their sha256 (cluster mode)
   operon --help                    Show this help
 
 Administration commands act on the configured store directly (same environment as the server).
@@ -54,9 +57,24 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         await startServer(c.config, io.out);
         return await new Promise<number>(() => undefined); // runs until a signal stops it
       }
+      case "operator": {
+        const { parseConfig } = await import("../core/config.js");
+        const c = parseConfig({ ...process.env, OPERON_MODE: process.env.OPERON_MODE ?? "cluster" });
+        if (!c.ok) { io.err(`operon operator: ${c.message}`); return 2; }
+        const { createStore } = await import("../api-server/server.js");
+        const { startOperator } = await import("../operator/cluster.js");
+        const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out });
+        io.out(`operon operator ${op.identity}: health on ${c.config.host}:${c.config.PORT} (/healthz, /readyz, /metrics)`);
+        const stop = (signal: string) => { io.out(`${signal}: stopping the operator`); void op.stop().then(() => process.exit(0), () => process.exit(1)); };
+        process.once("SIGTERM", () => stop("SIGTERM"));
+        process.once("SIGINT", () => stop("SIGINT"));
+        return await new Promise<number>(() => undefined);
+      }
       case "workspaces": return await (await import("./admin.js")).workspacesCommand(rest, io, process.env);
       case "keys": return await (await import("./admin.js")).keysCommand(rest, io, process.env);
       case "run": return await (await import("./run.js")).runCommand(rest, io, process.env);
+      case "stage-in": return await (await import("./stage.js")).stageInCommand(rest, io, process.env);
+      case "stage-out": return await (await import("./stage.js")).stageOutCommand(rest, io, process.env);
       default:
         io.err(`operon: unknown command "${cmd}" (see operon --help)`);
         return 2;

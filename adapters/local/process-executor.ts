@@ -1,7 +1,8 @@
 /**
  * Embedded mode's StepExecutor: each step is a child process (argv array, never a shell) in
  * its own working directory under `<data dir>/work/<run>/<step>-<attempt>/`, with a clean
- * environment. Inputs are staged from the object store with their secondary files; stdout
+ * environment. Inputs are staged from the object store with their secondary files
+ * (adapters/staging.ts, shared with cluster mode's step pods); stdout
  * goes to the declared file (or the log), stderr to the log; on success every declared
  * output is uploaded to the run folder with its SHA-256. A step's state is kept in a file
  * beside it, so a restarted server still knows what finished. Policy for a step whose
@@ -11,29 +12,17 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { createReadStream, createWriteStream, openSync, closeSync } from "node:fs";
-import { access, constants, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
-import { basename, delimiter, dirname, join } from "node:path";
+import { createReadStream, openSync, closeSync } from "node:fs";
+import { access, constants, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { delimiter, join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { secondaryCandidates } from "../../core/tools/index.js";
-import { StoreError, type Clock, type ObjectStore, type ObservedStepState, type StepExecutor, type StepOutput, type StepTask } from "../../core/ports.js";
+import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepTask } from "../../core/ports.js";
+import { publishOutputs, stageInputs } from "../staging.js";
 
 const KILL_GRACE_MS = 5000;
 const LOG_TAIL = 2000;
 
 interface Entry { state: ObservedStepState; child?: ChildProcess; killReason?: "timeout" | "cancelled"; dir: string }
-
-/** Where a secondary file of `source` lands beside `local` (same suffix, or a replaced extension). */
-export function secondaryLocal(source: string, candidate: string, local: string): string {
-  if (candidate.startsWith(source)) return local + candidate.slice(source.length);
-  const srcBase = basename(source);
-  const candBase = basename(candidate);
-  let i = 0;
-  while (i < srcBase.length && srcBase[i] === candBase[i]) i++;
-  const localBase = basename(local);
-  const keep = localBase.length - (srcBase.length - i);
-  return join(dirname(local), localBase.slice(0, Math.max(0, keep)) + candBase.slice(i));
-}
 
 export interface ProcessExecutorOptions {
   dataDir: string;
@@ -105,46 +94,6 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     });
   }
 
-  async function stage(task: StepTask, dir: string): Promise<void> {
-    for (const input of task.invocation.inputs) {
-      const key = task.workspaceRoot + input.source;
-      const dest = join(dir, input.local);
-      await mkdir(dirname(dest), { recursive: true });
-      try {
-        const { body } = await opts.store.get(key);
-        await pipeline(body, createWriteStream(dest));
-      } catch (e) {
-        if (e instanceof StoreError && e.code === "NotFound") throw new Error(`input ${input.param}: ${input.source} not found in the workspace`, { cause: e });
-        throw e;
-      }
-      for (const cand of secondaryCandidates(input.source)) {
-        const info = await opts.store.head(task.workspaceRoot + cand);
-        if (!info) continue;
-        const { body } = await opts.store.get(task.workspaceRoot + cand);
-        await pipeline(body, createWriteStream(join(dir, secondaryLocal(input.source, cand, input.local))));
-      }
-    }
-    for (const d of task.invocation.mkdirs) await mkdir(join(dir, d), { recursive: true });
-  }
-
-  async function publish(task: StepTask, dir: string): Promise<StepOutput[]> {
-    const outputs: StepOutput[] = [];
-    for (const o of task.invocation.outputs) {
-      for (const [i, path] of [o.path, ...o.secondary].entries()) {
-        const local = join(dir, path);
-        const exists = await stat(local).then((s) => s.isFile(), () => false);
-        if (!exists) {
-          if (i === 0) throw new Error(`declared output ${path} was not produced`);
-          continue;
-        }
-        const key = task.runRoot + path;
-        const info = await opts.store.put(key, createReadStream(local));
-        outputs.push({ filename: path, key, size: info.size, sha256: info.sha256 as string, ...(i === 0 ? { position: task.invocation.outputs.indexOf(o) } : {}) });
-      }
-    }
-    return outputs;
-  }
-
   /** SIGTERM now, SIGKILL if the process is still there after the grace period. */
   function terminate(e: Entry): void {
     const child = e.child;
@@ -171,7 +120,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       changed(task.runId);
     };
     try {
-      await stage(task, e.dir);
+      await stageInputs(opts.store, { workspaceRoot: task.workspaceRoot, inputs: task.invocation.inputs, mkdirs: task.invocation.mkdirs }, e.dir);
     } catch (err) {
       await writeFile(log, `staging failed: ${err instanceof Error ? err.message : String(err)}\n`, { flag: "a" });
       await finish({ phase: "failed", exitCode: null, message: err instanceof Error ? err.message : String(err) });
@@ -212,7 +161,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       return;
     }
     try {
-      const outputs = await publish(task, e.dir);
+      const outputs = await publishOutputs(opts.store, { runRoot: task.runRoot, outputs: task.invocation.outputs }, e.dir);
       await finish({ phase: "completed", exitCode: 0, outputs });
     } catch (err) {
       await finish({ phase: "failed", exitCode: 0, message: err instanceof Error ? err.message : String(err) });
