@@ -63,7 +63,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         if (!c.ok) { io.err(`operon operator: ${c.message}`); return 2; }
         const { createStore } = await import("../api-server/server.js");
         const { startOperator } = await import("../operator/cluster.js");
-        const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out });
+        // OPERON_POD_NAME (the downward API in the chart) names this replica in the Lease and on its Jobs.
+        const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out, ...(process.env.OPERON_POD_NAME ? { identity: process.env.OPERON_POD_NAME } : {}) });
         io.out(`operon operator ${op.identity}: health on ${c.config.host}:${c.config.PORT} (/healthz, /readyz, /metrics)`);
         const stop = (signal: string) => { io.out(`${signal}: stopping the operator`); void op.stop().then(() => process.exit(0), () => process.exit(1)); };
         process.once("SIGTERM", () => stop("SIGTERM"));

@@ -185,7 +185,8 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         const pod = podOf(job);
         const tool = tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
         const seen = observeJob(job, pod, tool?.image);
-        let state = seen.state;
+        // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
+        let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null };
         if (seen.stopNeeded) void stopJob(job, "failed", state.message).catch((e: unknown) => opts.onError?.(e));
         if (seen.completed) {
           const o = await readOutputs(job, pod);
