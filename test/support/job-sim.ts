@@ -69,6 +69,8 @@ async function patchStatus(client: KubeClient, namespace: string, name: string, 
 export interface JobSimulator {
   /** Jobs created so far (name → first seen, ms). */
   seen: Map<string, number>;
+  /** When the simulator's Complete patch was acknowledged, by Job name (ms). */
+  completedAt: Map<string, number>;
   /** Most Jobs of one organization active at once, as the simulator saw them. */
   maxActivePerOrg: Map<string, number>;
   stop(): Promise<void>;
@@ -80,6 +82,7 @@ export interface JobSimulator {
  */
 export async function startJobSimulator(opts: { client: KubeClient; namespace: string; store?: ObjectStore; delayMs?: number; onError?: (e: unknown) => void }): Promise<JobSimulator> {
   const seen = new Map<string, number>();
+  const completedAt = new Map<string, number>();
   const done = new Set<string>();
   const active = new Map<string, Set<string>>();
   const maxActivePerOrg = new Map<string, number>();
@@ -106,6 +109,7 @@ export async function startJobSimulator(opts: { client: KubeClient; namespace: s
         if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
         if (stopped) return;
         await completeJob(opts.client, opts.namespace, job, opts.store);
+        completedAt.set(name, Date.now());
       })().catch((e: unknown) => opts.onError?.(e)).finally(() => pending.delete(p));
       pending.add(p);
     },
@@ -114,6 +118,7 @@ export async function startJobSimulator(opts: { client: KubeClient; namespace: s
   await informer.start();
   return {
     seen,
+    completedAt,
     maxActivePerOrg,
     async stop() {
       stopped = true;

@@ -28,7 +28,7 @@ export function minioBinaryPath(): string {
 }
 
 /** `n` distinct ports that were free a moment ago on 127.0.0.1 (held open together, so distinct). */
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = Array.from({ length: n }, () => createServer());
   try {
     return await Promise.all(servers.map((server) => new Promise<number>((resolve, reject) => {
@@ -85,6 +85,10 @@ export async function startMinio(options: { bucket?: string; startTimeoutMs?: nu
     child.on("exit", (code, signal) => { exited = { code, signal }; resolve(); });
   });
   const spawnError = new Promise<Error>((resolve) => child.on("error", resolve));
+  // Last resort: MinIO must not outlive the test process when stop() was never called.
+  const killOnExit = () => { if (!exited) child.kill("SIGKILL"); };
+  process.on("exit", killOnExit);
+  void exitPromise.then(() => process.off("exit", killOnExit));
 
   async function stop(): Promise<void> {
     if (!exited) {

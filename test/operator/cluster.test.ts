@@ -1,0 +1,276 @@
+/**
+ * Cluster mode against a real control plane (etcd + kube-apiserver) and a real S3 server:
+ * the api-server creates PipelineRuns through its HTTP API, the operator turns them into
+ * Jobs, and the test plays the kubelet by patching Job status (as envtest users do). Checks
+ * dependsOn order, the per-organization limit across organizations, cancellation, failures
+ * with clear reasons (an image that cannot start, a malformed PipelineRun applied with
+ * kubectl), the printer columns through the real kubectl, and run.json in S3.
+ */
+import t from "tap";
+import type { FastifyInstance } from "fastify";
+import { parse } from "yaml";
+import { parseConfig, type Config } from "../../core/config.js";
+import { RunManifestSchema } from "../../core/manifest.js";
+import type { ObjectStore } from "../../core/ports.js";
+import { createStore } from "../../api-server/server.js";
+import { buildApp } from "../../api-server/app.js";
+import { ServiceStore } from "../../api-server/stores.js";
+import { createClusterEngine, startOperator, type Operator } from "../../operator/cluster.js";
+import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
+import type { JobObject } from "../../core/jobs.js";
+import { completeJob, failJob, startJobSimulator } from "../support/job-sim.js";
+import { startTestEnv } from "../support/k8s-env.js";
+
+const NS = "operon";
+const env = await startTestEnv();
+t.teardown(() => env.stop());
+await env.createNamespace(NS);
+
+const parsed = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: NS, OPERON_SIGNING_SECRET: "s".repeat(40), PORT: "0", OPERON_LEASE_DURATION_SECONDS: "3", OPERON_ORG_CONCURRENCY: "5" });
+if (!parsed.ok) throw new Error(parsed.message);
+const config: Config = parsed.config;
+const store: ObjectStore = await createStore(config, "");
+const service = new ServiceStore(store);
+const client: KubeClient = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
+t.teardown(() => client.close());
+const logs: string[] = [];
+const log = (s: string) => { logs.push(s); };
+
+const operator: Operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log, listen: false, identity: "op-test" });
+t.teardown(() => operator.stop());
+const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
+t.teardown(() => api.stop());
+const app: FastifyInstance = await buildApp({
+  config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: 30, OPERON_RATE_LIMIT_PER_MINUTE: 100_000, storage: "s3", signingSecret: config.OPERON_SIGNING_SECRET as string },
+  store, service, engine: api.engine,
+});
+t.teardown(() => app.close());
+
+const keys = new Map<string, string>();
+async function org(name: string): Promise<Record<string, string>> {
+  if (!keys.has(name)) {
+    await service.createWorkspace(name, "ws1");
+    keys.set(name, (await service.createKey({ organization: name, scopes: ["tools", "files"], workspaces: null })).key);
+    await store.put(`orgs/${name}/workspaces/ws1/data/in.bam`, "bam bytes");
+  }
+  return { authorization: `Bearer ${keys.get(name)}` };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+type Job = JobObject & { metadata: { name: string } };
+async function jobsOf(runId: string): Promise<Job[]> {
+  const list = await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${runId}` } });
+  return list.items;
+}
+const stepOf = (j: Job) => j.metadata.annotations?.["operon.dev/step-id"] ?? "?";
+
+/** A step that reads a BAM and writes a table: a real catalogue command, so argv is built. */
+const step = (stepId: string, input: string, dependsOn?: string[]) => ({
+  stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}),
+  parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` },
+});
+
+async function submit(h: Record<string, string>, spec: unknown, input: Record<string, string> = { bam: "data/in.bam" }) {
+  const res = await app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", spec, input } });
+  if (res.statusCode !== 201) throw new Error(`submit: ${res.statusCode} ${res.body}`);
+  return res.json().data as { id: string; status: string; output_folder: string };
+}
+async function getRun(h: Record<string, string>, id: string) {
+  const res = await app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=ws1`, headers: h });
+  return res.json().data as { id: string; status: string; error: string | null; progress_pct?: number; steps: Array<{ step_id: string; status: string; error: string | null; waiting_reason?: string; queue_position?: number }> };
+}
+
+t.test("Jobs appear in dependsOn order, and only then; the run completes with run.json in S3", async (t) => {
+  const h = await org("acme");
+  // a → (b, c) → d
+  const spec = { id: "diamond", name: "Diamond", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"]), step("c", "${a.outputFile}", ["a"]), step("d", "${b.outputFile}", ["b", "c"])] };
+  const run = await submit(h, spec);
+  t.equal(run.status, "queued");
+  const pr = await client.request<{ metadata: { name: string }; spec: { organization: string } }>("GET", `${paths.pipelineRuns(NS)}/${run.id}`);
+  t.equal(pr.metadata.name, run.id, "metadata.name is the run id");
+  t.equal(pr.spec.organization, "acme");
+
+  const first = await until("job a", async () => { const j = await jobsOf(run.id); return j.length ? j : undefined; });
+  t.same(first.map(stepOf), ["a"], "only the root step has a Job");
+  const a = first[0] as Job;
+  t.equal(a.metadata.labels?.["operon.dev/org"], "acme");
+  t.equal(a.metadata.labels?.["operon.dev/run"], run.id);
+  t.equal(a.metadata.ownerReferences?.[0]?.name, run.id, "owned by the PipelineRun");
+  t.equal((a.spec as { backoffLimit?: number }).backoffLimit, 0);
+  await sleep(500);
+  t.same((await jobsOf(run.id)).map(stepOf), ["a"], "b and c wait for a");
+
+  // Live status through the real kubectl, with the printer columns.
+  const get = await env.kubectl(["get", "pipelineruns", "-n", NS, run.id]);
+  t.equal(get.code, 0, get.stderr);
+  const [header, row] = get.stdout.trim().split("\n");
+  t.match(header, /^NAME\s+ORG\s+WORKSPACE\s+PIPELINE\s+STATUS\s+PROGRESS\s+AGE$/);
+  t.match(row, new RegExp(`^${run.id}\\s+acme\\s+ws1\\s+diamond\\s+running\\s+0/4\\s+\\d+s$`));
+  const short = await env.kubectl(["get", "opr", "-n", NS]);
+  t.match(short.stdout, run.id, "short name opr");
+  const cat = await env.kubectl(["get", "operon", "-n", NS]);
+  t.match(cat.stdout, run.id, "category operon");
+
+  await completeJob(client, NS, a, store);
+  const second = await until("jobs b and c", async () => { const j = await jobsOf(run.id); return j.length === 3 ? j : undefined; });
+  t.same(second.map(stepOf).sort(), ["a", "b", "c"]);
+  await sleep(300);
+  t.equal((await jobsOf(run.id)).length, 3, "d waits for b and c");
+  await completeJob(client, NS, second.find((j) => stepOf(j) === "b") as Job, store);
+  await sleep(500);
+  t.notOk((await jobsOf(run.id)).some((j) => stepOf(j) === "d"), "d still waits for c");
+  const mid = await getRun(h, run.id);
+  t.same(mid.steps.map((s) => s.status), ["completed", "completed", "running", "pending"]);
+  await completeJob(client, NS, second.find((j) => stepOf(j) === "c") as Job, store);
+  const d = await until("job d", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "d"));
+  await completeJob(client, NS, d, store);
+  const done = await until("run completed", async () => { const r = await getRun(h, run.id); return r.status === "completed" ? r : undefined; });
+  t.same(done.steps.map((s) => s.status), ["completed", "completed", "completed", "completed"]);
+  t.equal((await jobsOf(run.id)).length, 4, "one Job per step, none twice");
+
+  const after = await env.kubectl(["get", "pipelineruns", "-n", NS, run.id, "--no-headers"]);
+  t.match(after.stdout, /acme\s+ws1\s+diamond\s+completed\s+4\/4/);
+
+  const manifestKey = `orgs/acme/workspaces/ws1/${run.output_folder}/run.json`;
+  const { body } = await store.get(manifestKey);
+  let text = "";
+  for await (const c of body) text += Buffer.from(c).toString("utf8");
+  const manifest = RunManifestSchema.parse(JSON.parse(text));
+  t.equal(manifest.status, "completed");
+  t.same(manifest.pipelineDefinition, spec, "run.json carries the spec as executed");
+  t.same(manifest.steps.map((s) => s.stepId), ["a", "b", "c", "d"]);
+  const depthStep = manifest.steps.find((s) => s.stepId === "b");
+  t.match(depthStep?.argv, ["samtools", "depth"], "argv as built for the tool image");
+  t.ok(depthStep?.outputFiles.some((o) => o.filename === "b.tsv" && /^[0-9a-f]{64}$/.test(o.checksum)), "outputs with sha256");
+  t.equal(depthStep?.taskDefinitionArn, `${run.id}-b-1`, "the step's Job");
+  t.equal(depthStep?.toolVersion, "1.21", "the pinned image's tool version");
+  const cr = await client.request<{ status: { manifestKey: string; conditions: Array<{ type: string; status: string }> } }>("GET", `${paths.pipelineRuns(NS)}/${run.id}`);
+  t.equal(cr.status.manifestKey, manifestKey);
+  t.match(cr.status.conditions, [{ type: "Succeeded", status: "True" }]);
+});
+
+t.test("the per-organization limit holds across 3 organizations", async (t) => {
+  const orgs = ["org-a", "org-b", "org-c"];
+  const hs = await Promise.all(orgs.map(org));
+  const sim = await startJobSimulator({ client, namespace: NS, store, delayMs: 400, onError: (e) => log(`sim: ${String(e)}`) });
+  // Per organization: 3 runs of 3 independent steps = 9 ready steps for 5 slots.
+  const wide = { id: "wide", inputs: [{ name: "bam", type: "file" }], steps: [step("x", "${bam}"), step("y", "${bam}"), step("z", "${bam}")] };
+  const runs: Array<{ h: Record<string, string>; id: string }> = [];
+  for (let i = 0; i < 3; i++) for (const h of hs) runs.push({ h, id: (await submit(h, wide)).id });
+  // While saturated, a waiting step says why and where it is in the queue.
+  const waiting = await until("a waiting step", async () => {
+    for (const r of runs) {
+      const s = (await getRun(r.h, r.id)).steps.find((x) => x.status === "waiting");
+      if (s) return s;
+    }
+    return undefined;
+  });
+  t.equal(waiting.waiting_reason, "OrgConcurrencyLimit");
+  t.ok((waiting.queue_position ?? 0) >= 1, "with a queue position");
+  for (const r of runs) await until(`run ${r.id}`, async () => ((await getRun(r.h, r.id)).status === "completed" ? true : undefined), 60_000);
+  await sim.stop();
+  for (const o of orgs) {
+    t.ok((sim.maxActivePerOrg.get(o) ?? 0) <= 5, `${o}: at most 5 Jobs active at once (saw ${sim.maxActivePerOrg.get(o)})`);
+    t.equal(sim.maxActivePerOrg.get(o), 5, `${o}: the limit was reached (the test saturated it)`);
+  }
+  const cr = await client.request<{ status: { conditions: Array<{ type: string; status: string }> } }>("GET", `${paths.pipelineRuns(NS)}/${runs[0]?.id}`);
+  t.match(cr.status.conditions.find((c) => c.type === "Admitted"), { status: "True" }, "admitted once it ran");
+});
+
+t.test("cancel through the API stops the running Job and cancels the run", async (t) => {
+  const h = await org("acme");
+  const run = await submit(h, { id: "chain", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] });
+  await until("job a", async () => ((await jobsOf(run.id)).length ? true : undefined));
+  const del = await app.inject({ method: "DELETE", url: `/v1/pipelines/${run.id}?workspace_id=ws1`, headers: h });
+  t.equal(del.statusCode, 200, del.body);
+  const r = await until("cancelled", async () => { const x = await getRun(h, run.id); return x.status === "cancelled" ? x : undefined; });
+  t.same(r.steps.map((s) => s.status), ["cancelled", "cancelled"]);
+  const [job] = await jobsOf(run.id);
+  t.equal(job?.metadata.annotations?.["operon.dev/stopped"], "cancelled", "the Job records why it stopped");
+  t.equal((job?.spec as { suspend?: boolean }).suspend, true, "and is suspended (its pods removed)");
+  t.equal((await jobsOf(run.id)).length, 1, "b never started");
+});
+
+t.test("a failed Job fails the run; later steps are skipped", async (t) => {
+  const h = await org("acme");
+  const run = await submit(h, { id: "chain", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] });
+  const job = await until("job a", async () => (await jobsOf(run.id))[0]);
+  await failJob(client, NS, job);
+  const r = await until("failed", async () => { const x = await getRun(h, run.id); return x.status === "failed" ? x : undefined; });
+  t.same(r.steps.map((s) => s.status), ["failed", "skipped"]);
+  t.match(r.error, /step a failed: the Job failed \(BackoffLimitExceeded\)/);
+});
+
+t.test("a step whose image cannot start fails with a clear reason", async (t) => {
+  const h = await org("acme");
+  const run = await submit(h, { id: "one", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}")] });
+  const job = await until("job a", async () => (await jobsOf(run.id))[0]);
+  // What the kubelet would report: the pod of the Job, its tool container stuck pulling.
+  const labels = { ...(job.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels, "job-name": job.metadata.name, "batch.kubernetes.io/job-name": job.metadata.name };
+  const pod = await client.request<{ metadata: { name: string } }>("POST", paths.pods(NS), {
+    body: { apiVersion: "v1", kind: "Pod", metadata: { name: `${job.metadata.name}-abcde`, labels }, spec: { restartPolicy: "Never", containers: [{ name: "stage-out", image: "operon:test" }], initContainers: [{ name: "stage-in", image: "operon:test" }, { name: "tool", image: "quay.io/biocontainers/samtools:does-not-exist" }] } },
+  });
+  await client.request("PATCH", `${paths.pods(NS)}/${pod.metadata.name}/status`, {
+    patch: "merge",
+    body: { status: { phase: "Pending", initContainerStatuses: [
+      { name: "stage-in", image: "operon:test", imageID: "", ready: true, restartCount: 0, state: { terminated: { exitCode: 0, reason: "Completed" } } },
+      { name: "tool", image: "quay.io/biocontainers/samtools:does-not-exist", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image \"quay.io/biocontainers/samtools:does-not-exist\"" } } },
+    ] } },
+  });
+  const r = await until("failed", async () => { const x = await getRun(h, run.id); return x.status === "failed" ? x : undefined; });
+  t.match(r.steps[0]?.error, /container tool \(image quay.io\/biocontainers\/samtools:does-not-exist\) cannot start: ImagePullBackOff/);
+  const after = (await jobsOf(run.id))[0];
+  t.equal(after?.metadata.annotations?.["operon.dev/stopped"], "failed", "the Job is stopped, not left pending until its deadline");
+});
+
+t.test("a malformed PipelineRun applied with kubectl is marked failed; the operator carries on", async (t) => {
+  // Passes the CRD's schema, but its steps form a cycle and name an unknown tool.
+  const bad = {
+    apiVersion: "operon.dev/v1alpha1", kind: "PipelineRun", metadata: { name: "by-hand-1", namespace: NS },
+    spec: { organization: "acme", workspace: "ws1", pipeline: { id: "by-hand" }, outputFolder: "pipelines/by-hand-1", parameters: {},
+      spec: { steps: [{ stepId: "a", toolName: "samtools", dependsOn: ["b"] }, { stepId: "b", toolName: "nosuchtool", dependsOn: ["a"] }] } },
+  };
+  const applied = await env.kubectl(["apply", "-f", "-"], { input: JSON.stringify(bad) });
+  t.equal(applied.code, 0, applied.stderr);
+  const failed = await until("by-hand-1 failed", async () => {
+    const cr = await client.request<{ status?: { phase?: string; message?: string } }>("GET", `${paths.pipelineRuns(NS)}/by-hand-1`);
+    return cr.status?.phase === "failed" ? cr.status : undefined;
+  });
+  t.match(failed.message, /invalid PipelineRun: .*cycle|invalid PipelineRun: .*nosuchtool/);
+  t.same(await jobsOf("by-hand-1"), [], "no Job for it");
+  // Not even the CRD's schema: the API server refuses it before the operator sees it.
+  const worse = { ...bad, metadata: { name: "by-hand-2", namespace: NS }, spec: { ...bad.spec, spec: { steps: "not-a-list" } } };
+  const refused = await env.kubectl(["apply", "-f", "-"], { input: JSON.stringify(worse) });
+  t.not(refused.code, 0);
+  t.match(refused.stderr, /spec\.spec\.steps/);
+  // A resource the schema cannot catch (bad status written by hand) is failed too.
+  const h = await org("acme");
+  const run = await submit(h, { id: "one", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}")] });
+  const job = await until("job a", async () => (await jobsOf(run.id))[0]);
+  await completeJob(client, NS, job, store);
+  await until("healthy operator completes another run", async () => ((await getRun(h, run.id)).status === "completed" ? true : undefined));
+  t.notOk(logs.some((l) => /by-hand-1/.test(l) && /reconcile .* failed/.test(l)), "no reconcile errors for the bad run");
+});
+
+t.test("the CRD's printer columns and names come from the generated file", async (t) => {
+  const crd = await env.kubectl(["get", "crd", "pipelineruns.operon.dev", "-o", "yaml"]);
+  t.equal(crd.code, 0, crd.stderr);
+  const obj = parse(crd.stdout) as { spec: { names: { shortNames: string[] }; versions: Array<{ additionalPrinterColumns: Array<{ name: string }> }> } };
+  t.same(obj.spec.names.shortNames, ["opr"]);
+  t.same(obj.spec.versions[0]?.additionalPrinterColumns.map((c) => c.name), ["Org", "Workspace", "Pipeline", "Status", "Progress", "Age"]);
+});
+
+t.test("the operator reports the Jobs it created and its writes", async (t) => {
+  t.ok(operator.isLeader(), "the only replica leads");
+  t.ok(operator.client.writes() > 0);
+});
