@@ -61,6 +61,7 @@ export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }
     for (const i of built.invocation.inputs) {
       if (!(await app.operon.deps.store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
     }
+    if (engine.executor.runtime === "container") return runAsPipelineRun(app, engine, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: req.body.input, stdout: built.invocation.stdout });
     const now = app.operon.deps.clock.now();
     const taskId = `tool-${ulid(now, randomBytes(10))}`;
     // Take a slot like a pipeline step would; wait (never fail) while the organization is full.
@@ -105,4 +106,49 @@ export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }
       release();
     }
   });
+}
+
+/**
+ * Cluster mode: the api-server runs no steps, so a tool run is a one-step PipelineRun. The
+ * operator admits it under the organization's limit like any step and runs it as a Job; the
+ * request waits for it to finish and answers in the same shape as embedded mode.
+ */
+async function runAsPipelineRun(app: FastifyInstance, engine: Engine, t: { organization: string; keyId: string; workspace: string | undefined; root: string; toolId: string; input: Record<string, unknown>; stdout: string | undefined }) {
+  if (!t.workspace) throw new ApiError("invalid_request", "workspace_id: is required for tool runs in cluster mode (the run's files are kept in a workspace)", { field: "workspace_id" });
+  const spec = { id: `tool-${t.toolId}`, name: `${t.toolId} (tool run)`, steps: [{ stepId: "run", toolName: t.toolId, parameters: t.input }] };
+  const res = await engine.submit({ organization: t.organization, workspace: t.workspace, keyId: t.keyId, spec, source: { kind: "inline" }, input: {}, name: spec.name });
+  if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
+  const id = res.run.id;
+  const deadline = Date.now() + SLOT_WAIT_MS + stepTimeoutMs({ stepId: "run" });
+  let run = res.run;
+  while (!["completed", "failed", "cancelled"].includes(run.status)) {
+    if (Date.now() > deadline) throw new ApiError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, 1000);
+      const unwatch = engine.runs.watch((changed) => { if (changed === id) done(); });
+      function done() { clearTimeout(timer); unwatch(); resolve(); }
+    });
+    run = (await engine.runs.get(id)) ?? run;
+  }
+  const step = run.steps[0];
+  const runRoot = `${t.root}${run.outputFolder}/`;
+  const read = async (key: string): Promise<string> => {
+    let text = "";
+    try {
+      const { body } = await app.operon.deps.store.get(key);
+      for await (const c of body) { text += Buffer.from(c).toString("utf8"); if (text.length > OUTPUT_CAP) break; }
+    } catch (e) { if (!(e instanceof StoreError)) throw e; }
+    return text;
+  };
+  return {
+    data: {
+      exit_code: step?.exitCode ?? null,
+      status: step?.status ?? run.status,
+      stdout: t.stdout ? (await read(runRoot + t.stdout)).slice(0, OUTPUT_CAP) : "",
+      stderr: (await read(`${runRoot}logs/run.log`)).slice(-OUTPUT_CAP),
+      error: step?.status === "completed" ? null : (step?.error ?? run.error),
+      output_files: (step?.outputs ?? []).map((f) => ({ key: f.key.slice(t.root.length), size: f.size, sha256: f.sha256 })),
+      run_id: id,
+    },
+  };
 }

@@ -262,6 +262,26 @@ t.test("a malformed PipelineRun applied with kubectl is marked failed; the opera
   t.notOk(logs.some((l) => /by-hand-1/.test(l) && /reconcile .* failed/.test(l)), "no reconcile errors for the bad run");
 });
 
+t.test("a synchronous tool run is a one-step PipelineRun under the same limit", async (t) => {
+  const h = await org("acme");
+  const before = new Set((await client.request<{ items: Job[] }>("GET", paths.jobs(NS))).items.map((j) => j.metadata.name));
+  const pending = app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "depth", inputFile: "data/in.bam", outputFile: "tool-depth.tsv" } } });
+  const job = await until("the tool run's Job", async () => (await client.request<{ items: Job[] }>("GET", paths.jobs(NS))).items.find((j) => !before.has(j.metadata.name)));
+  t.equal(job.metadata.annotations?.["operon.dev/organization"], "acme");
+  t.equal(job.metadata.annotations?.["operon.dev/tool"], "samtools");
+  await completeJob(client, NS, job, store);
+  const res = await pending;
+  t.equal(res.statusCode, 200, res.body);
+  const data = res.json().data as { status: string; exit_code: number; output_files: Array<{ key: string; sha256: string }>; run_id: string };
+  t.equal(data.status, "completed");
+  t.equal(data.exit_code, 0);
+  t.match(data.output_files, [{ key: /^pipelines\/.*\/tool-depth\.tsv$/, sha256: /^[0-9a-f]{64}$/ }]);
+  t.equal(job.metadata.annotations?.["operon.dev/run-id"], data.run_id);
+  const noWs = await app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { input: { command: "depth", inputFile: "data/in.bam", outputFile: "x.tsv" } } });
+  t.equal(noWs.statusCode, 400);
+  t.match(noWs.json().message, /^workspace_id: /, "names the field");
+});
+
 t.test("the CRD's printer columns and names come from the generated file", async (t) => {
   const crd = await env.kubectl(["get", "crd", "pipelineruns.operon.dev", "-o", "yaml"]);
   t.equal(crd.code, 0, crd.stderr);
