@@ -30,7 +30,9 @@ const run: RunRecord = {
   submittedBy: "key_1",
 };
 
-t.test("the committed CRD is what make crds generates", async (t) => {
+t.test("the committed CRDs (repository and Helm chart) are what make crds generates", async (t) => {
+  const chart = readFileSync(new URL("../../charts/operon/crds/pipelinerun.yaml", import.meta.url), "utf8");
+  t.equal(chart, renderCrd(), "charts/operon/crds/pipelinerun.yaml is stale: run `make crds`");
   const committed = readFileSync(new URL("../../crds/pipelinerun.yaml", import.meta.url), "utf8");
   t.equal(committed, renderCrd(), "crds/pipelinerun.yaml is stale: run `make crds`");
   const crd = parse(committed) as ReturnType<typeof pipelineRunCrd> & { spec: { names: { shortNames: string[]; categories: string[] }; versions: Array<{ subresources: unknown; additionalPrinterColumns: Array<{ name: string }> }> } };
