@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.install-stamp
 
-.PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools crds
+.PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime, used by the tests (and, later,
 # by embedded mode). Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -30,6 +30,10 @@ debian-tools:
 # The PipelineRun CRD, generated from the zod schemas in core/pipelinerun.ts (a test fails when stale).
 crds: install
 	npx tsx scripts/gen-crds.ts
+
+# The Helm chart's values reference (charts/operon/README.md), generated from values.schema.json.
+chart-docs: install
+	npx tsx scripts/gen-values-doc.ts
 
 # Test servers built from Go modules and cached (DESIGN §10): MinIO for the S3 adapter tests,
 # etcd + kube-apiserver + kubectl for the operator tests.
