@@ -89,7 +89,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
   async function lead(): Promise<void> {
     leaderGauge.set(1);
     const onError = (e: unknown) => opts.log(`informer: ${errText(e)}`);
-    const runs = createKubeRunStore({ client, namespace: ns, onError });
+    const runs = createKubeRunStore({ client, namespace: ns, onError, events: { component: `operon-operator/${identity}` } });
     const executor = createJobExecutor({
       client, namespace: ns, store, onError,
       ownerUid: (id) => runs.uidOf(id),

@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from "node:events";
 import { conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/pipelinerun.js";
-import type { Clock, RunStore } from "../../core/ports.js";
+import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
 import { Informer, type KubeObject } from "./informer.js";
 
@@ -24,7 +24,17 @@ export interface KubeRunStore extends RunStore {
   informer: Informer<PR>;
 }
 
-export function createKubeRunStore(opts: { client: KubeClient; namespace: string; clock?: Clock; onError?: (e: unknown) => void; quietMs?: number }): KubeRunStore {
+export interface KubeRunStoreOptions {
+  client: KubeClient;
+  namespace: string;
+  clock?: Clock;
+  onError?: (e: unknown) => void;
+  quietMs?: number;
+  /** Record phase changes as Kubernetes Events on the PipelineRun (`kubectl describe`); the operator does. */
+  events?: { component: string };
+}
+
+export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   const { client, namespace } = opts;
   const clock = opts.clock ?? { now: () => Date.now() };
   const base = paths.pipelineRuns(namespace);
@@ -62,6 +72,24 @@ export function createKubeRunStore(opts: { client: KubeClient; namespace: string
   }
 
   const statusJson = (res: PR) => JSON.stringify(res.status ?? {});
+
+  /** A Normal/Warning Event for a run's phase change; best effort, never fails the update. */
+  function recordEvent(res: PR, from: RunRecord, to: RunRecord): void {
+    if (!opts.events || from.status === to.status) return;
+    const failed = to.status === "failed";
+    const reason = { queued: "Queued", running: "Started", completed: "Completed", failed: "Failed", cancelled: "Cancelled" }[to.status];
+    const now = new Date(clock.now()).toISOString();
+    const message = to.status === "running" ? `run started: ${to.steps.length} step(s)` : to.error ? `run ${to.status}: ${to.error}` : `run ${to.status}`;
+    void client.request("POST", paths.events(namespace), {
+      body: {
+        apiVersion: "v1", kind: "Event",
+        metadata: { generateName: `${res.metadata.name}.`, namespace },
+        involvedObject: { apiVersion: res.apiVersion, kind: res.kind, name: res.metadata.name, namespace, uid: res.metadata.uid },
+        type: failed ? "Warning" : "Normal", reason, message: message.slice(0, 1000),
+        source: { component: opts.events.component }, firstTimestamp: now, lastTimestamp: now, count: 1,
+      },
+    }).catch((e: unknown) => opts.onError?.(e));
+  }
 
   return {
     informer,
@@ -107,6 +135,7 @@ export function createKubeRunStore(opts: { client: KubeClient; namespace: string
             // A full replace of the status (fields that went away go away), guarded by the resourceVersion.
             const patched = await client.request<PR>("PUT", `${base}/${encodeURIComponent(id)}/status`, { body: { ...res, status } });
             informer.assume(patched);
+            recordEvent(patched, cur, next);
             res = patched;
           }
           return resourceToRun(res);

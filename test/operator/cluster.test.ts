@@ -157,6 +157,9 @@ t.test("Jobs appear in dependsOn order, and only then; the run completes with ru
   const cr = await client.request<{ status: { manifestKey: string; conditions: Array<{ type: string; status: string }> } }>("GET", `${paths.pipelineRuns(NS)}/${run.id}`);
   t.equal(cr.status.manifestKey, manifestKey);
   t.match(cr.status.conditions, [{ type: "Succeeded", status: "True" }]);
+  const described = await env.kubectl(["describe", "pipelinerun", "-n", NS, run.id]);
+  t.match(described.stdout, /Started\s+.*run started: 4 step\(s\)/, "kubectl describe shows the run's events");
+  t.match(described.stdout, /Completed\s+.*run completed/);
 });
 
 t.test("the per-organization limit holds across 3 organizations", async (t) => {
