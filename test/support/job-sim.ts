@@ -73,6 +73,10 @@ export interface JobSimulator {
   completedAt: Map<string, number>;
   /** Most Jobs of one organization active at once, as the simulator saw them. */
   maxActivePerOrg: Map<string, number>;
+  /** Jobs active now, per organization. */
+  activeNow(org: string): number;
+  /** Starts completing Jobs (those held while paused first). */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -80,7 +84,7 @@ export interface JobSimulator {
  * Completes every step Job as soon as it appears (after `delayMs`), recording when each was
  * first seen and the most Jobs active per organization at any moment.
  */
-export async function startJobSimulator(opts: { client: KubeClient; namespace: string; store?: ObjectStore; delayMs?: number; onError?: (e: unknown) => void }): Promise<JobSimulator> {
+export async function startJobSimulator(opts: { client: KubeClient; namespace: string; store?: ObjectStore; delayMs?: number; paused?: boolean; onError?: (e: unknown) => void }): Promise<JobSimulator> {
   const seen = new Map<string, number>();
   const completedAt = new Map<string, number>();
   const done = new Set<string>();
@@ -88,6 +92,18 @@ export async function startJobSimulator(opts: { client: KubeClient; namespace: s
   const maxActivePerOrg = new Map<string, number>();
   const pending = new Set<Promise<void>>();
   let stopped = false;
+  let paused = opts.paused ?? false;
+  const held: Job[] = [];
+  const complete = (job: Job) => {
+    const name = job.metadata.name;
+    const p = (async () => {
+      if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
+      if (stopped) return;
+      await completeJob(opts.client, opts.namespace, job, opts.store);
+      completedAt.set(name, Date.now());
+    })().catch((e: unknown) => opts.onError?.(e)).finally(() => pending.delete(p));
+    pending.add(p);
+  };
   const informer = new Informer<Job>({
     client: opts.client,
     path: paths.jobs(opts.namespace),
@@ -105,13 +121,7 @@ export async function startJobSimulator(opts: { client: KubeClient; namespace: s
       maxActivePerOrg.set(org, Math.max(maxActivePerOrg.get(org) ?? 0, set.size));
       if (done.has(name) || stopped) return;
       done.add(name);
-      const p = (async () => {
-        if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
-        if (stopped) return;
-        await completeJob(opts.client, opts.namespace, job, opts.store);
-        completedAt.set(name, Date.now());
-      })().catch((e: unknown) => opts.onError?.(e)).finally(() => pending.delete(p));
-      pending.add(p);
+      if (paused) held.push(job); else complete(job);
     },
     ...(opts.onError ? { onError: opts.onError } : {}),
   });
@@ -120,6 +130,11 @@ export async function startJobSimulator(opts: { client: KubeClient; namespace: s
     seen,
     completedAt,
     maxActivePerOrg,
+    activeNow: (org) => active.get(org)?.size ?? 0,
+    resume() {
+      paused = false;
+      for (const job of held.splice(0)) complete(job);
+    },
     async stop() {
       stopped = true;
       informer.stop();
