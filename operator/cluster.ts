@@ -50,7 +50,7 @@ const readOnlyExecutor: StepExecutor = {
 /** The api-server's engine in cluster mode: PipelineRuns in, PipelineRuns out. */
 export async function createClusterEngine(config: Config, store: ObjectStore, opts: ClusterOptions): Promise<{ engine: Engine; runs: KubeRunStore; client: KubeClient; stop(): Promise<void> }> {
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE });
-  const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
+  const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
   await runs.start();
   const engine = createEngine({ runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, log: opts.log });
   return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); client.close(); } };

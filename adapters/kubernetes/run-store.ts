@@ -32,6 +32,16 @@ export interface KubeRunStoreOptions {
   quietMs?: number;
   /** Record phase changes as Kubernetes Events on the PipelineRun (`kubectl describe`); the operator does. */
   events?: { component: string };
+  /**
+   * Whether this store writes the status subresource (default true). The api-server's store
+   * does not: it only creates runs and changes `spec.cancelRequested`; the operator owns status.
+   */
+  writeStatus?: boolean;
+}
+
+/** JSON with object keys sorted: the API server returns fields in its own order. */
+export function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
 }
 
 export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
@@ -71,7 +81,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     return informer.get(id) ?? (await fetch(id));
   }
 
-  const statusJson = (res: PR) => JSON.stringify(res.status ?? {});
+  const statusJson = (res: PR) => canonicalJson(res.status ?? {});
 
   /** A Normal/Warning Event for a run's phase change; best effort, never fails the update. */
   function recordEvent(res: PR, from: RunRecord, to: RunRecord): void {
@@ -131,7 +141,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
             res = patched;
           }
           const status = runToStatus(next, conditionsOf(res), new Date(clock.now()).toISOString());
-          if (JSON.stringify(status) !== statusJson(res)) {
+          if (opts.writeStatus !== false && canonicalJson(status) !== statusJson(res)) {
             // A full replace of the status (fields that went away go away), guarded by the resourceVersion.
             const patched = await client.request<PR>("PUT", `${base}/${encodeURIComponent(id)}/status`, { body: { ...res, status } });
             informer.assume(patched);

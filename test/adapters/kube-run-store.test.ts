@@ -75,3 +75,24 @@ t.test("a field that goes away goes away (the status is replaced, not merged)", 
   const unchanged = await s1.update(id, () => undefined);
   t.equal(unchanged?.status, "running", "no change: the current record, nothing written");
 });
+
+t.test("an update that changes nothing writes nothing (the API server's key order does not matter)", async (t) => {
+  const id = "run-01jz0000000000000000000002";
+  await s1.update(id, (r) => ({ ...r, status: "running", progressPct: 50 }));
+  // Read back from the API server (its key order), then "change" it to the same record.
+  const fresh = createKubeRunStore({ client: c1, namespace: NS });
+  const before = c1.writes();
+  await fresh.update(id, (r) => ({ ...r }));
+  t.equal(c1.writes(), before, "no write for an identical record");
+});
+
+t.test("a store that does not own the status only changes the spec", async (t) => {
+  const apiSide = createKubeRunStore({ client: c2, namespace: NS, writeStatus: false });
+  const id = "run-01jz0000000000000000000003";
+  await apiSide.create(run(id));
+  const before = c2.writes();
+  const after = await apiSide.update(id, (r) => ({ ...r, cancelRequested: true, status: "cancelled" }));
+  t.equal(c2.writes(), before + 1, "one write: the spec patch");
+  t.equal(after?.cancelRequested, true);
+  t.equal(after?.status, "queued", "the status stays the operator's to write");
+});

@@ -1,0 +1,648 @@
+/**
+ * The Helm chart (charts/operon), checked with the real helm (v4.3.1, built by `make test-deps`)
+ * and the real kubectl against a real kube-apiserver (test/support/k8s-env.ts):
+ *  - `helm lint`, and the values schema refusing wrong values with the key named;
+ *  - renders (defaults, every option on, existing Secrets) accepted by a server-side dry-run
+ *    apply in a namespace that enforces the restricted Pod Security Standard, without a warning;
+ *  - least privilege and pod security read from the rendered objects, and the RBAC checked
+ *    with `kubectl auth can-i` after a real apply;
+ *  - the chart's CRD is crds/pipelinerun.yaml (no drift);
+ *  - an install: the rendered chart applied for real, then the api-server and the operator run
+ *    out of cluster with exactly the args and environment of their Deployments, each as its
+ *    own ServiceAccount, and a pipeline submitted through the HTTP API completes.
+ */
+import t from "tap";
+import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse, parseAllDocuments } from "yaml";
+import { parseConfig } from "../../core/config.js";
+import type { JobObject } from "../../core/jobs.js";
+import { createStore } from "../../api-server/server.js";
+import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
+import { startJobSimulator } from "../support/job-sim.js";
+import { startTestEnv, type KubectlResult } from "../support/k8s-env.js";
+
+const repo = fileURLToPath(new URL("../../", import.meta.url));
+const chartDir = join(repo, "charts", "operon");
+const fixtures = fileURLToPath(new URL("./", import.meta.url));
+const HELM = join(process.env.OPERON_CACHE_DIR ?? join(homedir(), ".cache", "operon"), "helm-v4.3.1", "helm");
+try {
+  accessSync(HELM, constants.X_OK);
+} catch {
+  throw new Error(`helm v4.3.1 is missing (${HELM}): run \`make test-deps\` to build it from its Go module`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+function run(command: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<KubectlResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: opts.cwd ?? repo, env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => { stdout += c; });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => { stderr += c; });
+    child.on("error", (e) => reject(new Error(`could not run ${command}: ${e.message}`, { cause: e })));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+// helm keeps its cache and configuration in a throwaway folder, not in the user's home.
+const helmHome = await mkdtemp(join(tmpdir(), "operon-helm-"));
+t.teardown(() => rm(helmHome, { recursive: true, force: true }));
+const helmEnv = {
+  PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: helmHome,
+  HELM_CACHE_HOME: join(helmHome, "cache"), HELM_CONFIG_HOME: join(helmHome, "config"), HELM_DATA_HOME: join(helmHome, "data"),
+};
+const helm = (args: string[]) => run(HELM, args, { env: helmEnv });
+
+interface Meta { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+interface K8sObject { apiVersion: string; kind: string; metadata: Meta; [k: string]: unknown }
+interface Rule { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; verbs?: string[] }
+interface EnvVar { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string }; configMapKeyRef?: unknown } }
+interface EnvFrom { configMapRef?: { name: string }; secretRef?: { name: string } }
+interface Probe { httpGet?: { path: string; port: string | number } }
+interface SecurityContext {
+  runAsNonRoot?: boolean; runAsUser?: number; readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; privileged?: boolean;
+  capabilities?: { drop?: string[]; add?: string[] }; seccompProfile?: { type: string };
+}
+interface Container {
+  name: string; image: string; imagePullPolicy?: string; command?: string[]; args?: string[]; env?: EnvVar[]; envFrom?: EnvFrom[];
+  ports?: Array<{ name?: string; containerPort: number }>; readinessProbe?: Probe; livenessProbe?: Probe; startupProbe?: Probe;
+  resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> }; securityContext?: SecurityContext;
+}
+interface PodSpec {
+  serviceAccountName?: string; securityContext?: SecurityContext; containers: Container[]; initContainers?: Container[];
+  hostNetwork?: boolean; hostPID?: boolean; hostIPC?: boolean; volumes?: Array<{ name: string; hostPath?: unknown }>;
+  nodeSelector?: Record<string, string>; tolerations?: unknown[]; affinity?: unknown; imagePullSecrets?: Array<{ name: string }>;
+}
+interface Deployment extends K8sObject { spec: { replicas: number; template: { metadata: Meta; spec: PodSpec } } }
+
+/** `helm template` with the given flags; throws when helm fails. */
+async function render(release: string, namespace: string, flags: string[]): Promise<{ text: string; docs: K8sObject[] }> {
+  const r = await helm(["template", release, chartDir, "--namespace", namespace, ...flags]);
+  if (r.code !== 0) throw new Error(`helm template ${flags.join(" ")} failed: ${r.stderr}`);
+  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject | null).filter((d): d is K8sObject => d !== null);
+  return { text: r.stdout, docs };
+}
+
+const ofKind = <T extends K8sObject = K8sObject>(docs: K8sObject[], kind: string) => docs.filter((d) => d.kind === kind) as T[];
+function deployment(docs: K8sObject[], component: string): Deployment {
+  const d = ofKind<Deployment>(docs, "Deployment").find((x) => x.metadata.labels?.["app.kubernetes.io/component"] === component);
+  if (!d) throw new Error(`no ${component} Deployment rendered`);
+  return d;
+}
+const containersOf = (d: Deployment) => [...(d.spec.template.spec.initContainers ?? []), ...d.spec.template.spec.containers];
+const mainContainer = (d: Deployment): Container => {
+  const c = d.spec.template.spec.containers[0];
+  if (!c) throw new Error(`${d.metadata.name}: no container`);
+  return c;
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** A warning from the API server as kubectl prints it (PodSecurity's `would violate …` among them). */
+const WARNING = /Warning:|would violate PodSecurity/i;
+
+// ---------------------------------------------------------------------------------------------
+
+const env = await startTestEnv();
+t.teardown(() => env.stop());
+const s3 = env.s3;
+if (!s3) throw new Error("the test environment started without MinIO");
+
+async function kubectlOk(args: string[], input?: string): Promise<string> {
+  const r = await env.kubectl(args, input === undefined ? {} : { input });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (exit ${r.code}): ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A namespace whose Pod Security admission enforces (and warns about) the restricted level. */
+async function restrictedNamespace(name: string): Promise<void> {
+  await kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify({
+    apiVersion: "v1", kind: "Namespace",
+    metadata: { name, labels: { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest", "pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/warn-version": "latest" } },
+  }));
+}
+
+const BUCKET_FLAG = ["--set", "s3.bucket=operon-data"];
+const DRY_NS = "chart-dry-run";
+const defaults = await render("operon", DRY_NS, BUCKET_FLAG);
+const allOn = await render("operon", DRY_NS, ["-f", join(fixtures, "all-on.values.yaml")]);
+const existingSecrets = await render("operon", DRY_NS, ["-f", join(fixtures, "all-on.values.yaml"),
+  "--set", "s3.existingSecret=my-s3-credentials", "--set", "signing.existingSecret=my-signing-secret"]);
+const renders = { defaults, "all-on": allOn, "existing Secrets": existingSecrets };
+
+t.test("helm lint passes with s3.bucket set, and fails naming s3.bucket without it", async (t) => {
+  const ok = await helm(["lint", "--strict", chartDir, ...BUCKET_FLAG]);
+  t.equal(ok.code, 0, `lint --strict: ${ok.stdout}${ok.stderr}`);
+  t.match(ok.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  const allOnLint = await helm(["lint", "--strict", chartDir, "-f", join(fixtures, "all-on.values.yaml")]);
+  t.equal(allOnLint.code, 0, `lint --strict with every option on: ${allOnLint.stdout}${allOnLint.stderr}`);
+  const bad = await helm(["lint", chartDir]);
+  t.not(bad.code, 0, "no bucket: lint fails");
+  t.match(bad.stdout + bad.stderr, /s3[./]bucket/, "the message names s3.bucket");
+});
+
+t.test("the values schema refuses wrong values, naming the key", async (t) => {
+  const cases: Array<[string[], RegExp]> = [
+    [["--set", "orgConcurrency=lots"], /\/orgConcurrency'?: got string, want integer/],
+    [["--set", "apiServer.replicas=two"], /\/apiServer\/replicas'?: got string, want integer/],
+    [["--set", "operator.replica=2"], /\/operator'?: additional properties 'replica' not allowed/],
+    [["--set", "orgConcurrency=0"], /\/orgConcurrency'?: minimum/],
+    [["--set", "s3.endpoint=minio:9000"], /\/s3\/endpoint/],
+    [["--set", "signing.secret=too-short"], /\/signing\/secret/],
+    [["--set", "logLevel=verbose"], /\/logLevel/],
+    [["--set", "serviceMonitor.interval=soon"], /\/serviceMonitor\/interval/],
+    // Guards of the templates themselves (not expressible in the schema):
+    [["--set", "ingress.enabled=true", "--set", "ingress.tls.enabled=true"], /ingress\.tls\.secretName is required/],
+    [["--set", "s3.accessKeyId=AKIA"], /s3\.secretAccessKey is required with s3\.accessKeyId/],
+  ];
+  for (const [flags, message] of cases) {
+    const r = await helm(["template", "operon", chartDir, ...BUCKET_FLAG, ...flags]);
+    t.not(r.code, 0, `${flags.join(" ")}: refused`);
+    t.match(r.stderr, message, `${flags.join(" ")}: the message names the key`);
+  }
+  // The same keys with good values render, so the refusals above are about the values.
+  const good = await render("operon", "ns", [...BUCKET_FLAG, "--set", "orgConcurrency=7", "--set", "apiServer.replicas=4", "--set", "operator.replicas=1",
+    "--set", "s3.endpoint=http://minio:9000", "--set", "logLevel=debug", "--set", "serviceMonitor.interval=1m"]);
+  const cm = ofKind(good.docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+  t.equal(cm.data.OPERON_ORG_CONCURRENCY, "7");
+  t.equal(cm.data.S3_ENDPOINT, "http://minio:9000");
+  t.equal(deployment(good.docs, "api-server").spec.replicas, 4);
+  t.equal(deployment(good.docs, "operator").spec.replicas, 1);
+});
+
+t.test("the chart's CRD is crds/pipelinerun.yaml", async (t) => {
+  const [inChart, generated] = await Promise.all([readFile(join(chartDir, "crds", "pipelinerun.yaml"), "utf8"), readFile(join(repo, "crds", "pipelinerun.yaml"), "utf8")]);
+  t.equal(inChart, generated, "charts/operon/crds/pipelinerun.yaml differs from crds/pipelinerun.yaml: run `make crds`");
+  const withCrds = await render("operon", "ns", [...BUCKET_FLAG, "--include-crds"]);
+  t.same(ofKind(withCrds.docs, "CustomResourceDefinition"), [parse(generated) as unknown], "helm installs exactly that CRD");
+});
+
+t.test("least privilege and pod security, read from the rendered objects", async (t) => {
+  for (const [name, { docs }] of Object.entries(renders)) {
+    t.test(name, async (t) => {
+      t.same(docs.filter((d) => d.kind === "ClusterRole" || d.kind === "ClusterRoleBinding").map((d) => d.metadata.name), [], "no ClusterRole or ClusterRoleBinding");
+      const roles = ofKind<K8sObject & { rules: Rule[] }>(docs, "Role");
+      t.equal(roles.length, 2, "a Role for the api-server and one for the operator");
+      for (const role of roles) {
+        for (const [i, rule] of role.rules.entries()) {
+          for (const field of ["apiGroups", "resources", "verbs"] as const) t.notOk(rule[field]?.includes("*"), `${role.metadata.name} rule ${i}: no * in ${field}`);
+          t.ok(rule.resources?.length && rule.verbs?.length, `${role.metadata.name} rule ${i}: resources and verbs listed`);
+        }
+      }
+      const bindings = ofKind<K8sObject & { roleRef: { kind: string; name: string }; subjects: Array<{ kind: string; name: string; namespace?: string }> }>(docs, "RoleBinding");
+      const accounts = ofKind(docs, "ServiceAccount").map((s) => s.metadata.name);
+      const deployments = ofKind<Deployment>(docs, "Deployment");
+      t.same(deployments.map((d) => d.metadata.labels?.["app.kubernetes.io/component"]).sort(), ["api-server", "operator"]);
+      for (const d of deployments) {
+        const pod = d.spec.template.spec;
+        const sa = pod.serviceAccountName ?? "";
+        t.ok(accounts.includes(sa), `${d.metadata.name}: its ServiceAccount ${sa} is rendered`);
+        const binding = bindings.find((b) => b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === sa && s.namespace === DRY_NS));
+        t.ok(binding && binding.roleRef.kind === "Role" && roles.some((r) => r.metadata.name === binding.roleRef.name), `${d.metadata.name}: ${sa} is bound to a rendered Role`);
+        t.notOk(pod.hostNetwork || pod.hostPID || pod.hostIPC, `${d.metadata.name}: no host namespaces`);
+        t.notOk(pod.volumes?.some((v) => v.hostPath), `${d.metadata.name}: no hostPath volume`);
+        for (const c of containersOf(d)) {
+          const where = `${d.metadata.name}/${c.name}`;
+          const sc = c.securityContext ?? {};
+          t.equal(sc.runAsNonRoot ?? pod.securityContext?.runAsNonRoot, true, `${where}: runAsNonRoot`);
+          t.not(sc.runAsUser ?? pod.securityContext?.runAsUser, 0, `${where}: not uid 0`);
+          t.equal(sc.readOnlyRootFilesystem, true, `${where}: readOnlyRootFilesystem`);
+          t.equal(sc.allowPrivilegeEscalation, false, `${where}: allowPrivilegeEscalation false`);
+          t.notOk(sc.privileged, `${where}: not privileged`);
+          t.same(sc.capabilities?.drop, ["ALL"], `${where}: drops ALL capabilities`);
+          t.same(sc.capabilities?.add ?? [], [], `${where}: adds none`);
+          t.equal((sc.seccompProfile ?? pod.securityContext?.seccompProfile)?.type, "RuntimeDefault", `${where}: seccomp RuntimeDefault`);
+          t.ok(c.resources?.requests?.cpu, `${where}: a cpu request`);
+          t.ok(c.resources?.requests?.memory, `${where}: a memory request`);
+          t.ok(c.resources?.limits?.memory, `${where}: a memory limit`);
+        }
+      }
+      for (const component of ["api-server", "operator"]) {
+        const d = deployment(docs, component);
+        const c = mainContainer(d);
+        t.equal(c.command, undefined, `${component}: the image's entry (operon) runs`);
+        t.same(c.args, [component], `${component}: args`);
+        t.equal(c.readinessProbe?.httpGet?.path, "/readyz", `${component}: readiness on /readyz`);
+        t.equal(c.livenessProbe?.httpGet?.path, "/healthz", `${component}: liveness on /healthz`);
+        for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) {
+          if (!probe) continue;
+          t.ok(c.ports?.some((p) => p.name === probe.httpGet?.port || p.containerPort === probe.httpGet?.port), `${component}: probe port ${String(probe.httpGet?.port)} is a container port`);
+        }
+        const port = c.env?.find((e) => e.name === "PORT")?.value;
+        t.equal(Number(port), c.ports?.[0]?.containerPort, `${component}: PORT is the container port`);
+      }
+    });
+  }
+
+  t.test("defaults: no credentials Secret (the pod's cloud identity), optional objects off", async (t) => {
+    const kinds = defaults.docs.map((d) => d.kind);
+    for (const k of ["Ingress", "NetworkPolicy", "ServiceMonitor"]) t.notOk(kinds.includes(k), `no ${k}`);
+    t.same(ofKind(defaults.docs, "Secret").map((s) => s.metadata.name), ["operon-signing"], "only the generated signing Secret");
+    const api = mainContainer(deployment(defaults.docs, "api-server"));
+    t.notOk(api.envFrom?.some((e) => e.secretRef), "no S3 credentials Secret in envFrom");
+    const cm = ofKind(defaults.docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+    t.equal(cm.data.OPERON_S3_CREDENTIALS_SECRET, undefined, "step Jobs get no credentials Secret either");
+    t.equal(ofKind(defaults.docs, "PodDisruptionBudget").length, 2, "PodDisruptionBudgets on by default");
+  });
+
+  t.test("all-on: every option shows in the objects", async (t) => {
+    const docs = allOn.docs;
+    const ingress = ofKind<K8sObject & { spec: { ingressClassName?: string; tls?: Array<{ hosts: string[]; secretName: string }>; rules: Array<{ host: string }> } }>(docs, "Ingress");
+    t.equal(ingress.length, 1);
+    t.equal(ingress[0]?.spec.ingressClassName, "nginx");
+    t.same(ingress[0]?.spec.tls, [{ hosts: ["operon.example.org"], secretName: "operon-tls" }]);
+    t.equal(ingress[0]?.metadata.annotations?.["cert-manager.io/cluster-issuer"], "letsencrypt");
+    const policies = ofKind<K8sObject & { spec: { ingress: Array<{ from?: unknown[] }> } }>(docs, "NetworkPolicy");
+    t.equal(policies.length, 2, "a NetworkPolicy for each Deployment");
+    t.equal(policies.find((p) => p.metadata.name === "operon-api")?.spec.ingress[0]?.from?.length, 2, "the API only from the two namespace selectors");
+    const monitors = ofKind(docs, "ServiceMonitor");
+    t.equal(monitors.length, 1);
+    t.equal(monitors[0]?.metadata.labels?.release, "prometheus");
+    t.same(ofKind<K8sObject & { spec: { minAvailable: number } }>(docs, "PodDisruptionBudget").map((p) => p.spec.minAvailable), [2, 2]);
+    t.same(ofKind(docs, "Secret").map((s) => s.metadata.name).sort(), ["operon-s3", "operon-signing"]);
+    for (const sa of ofKind(docs, "ServiceAccount")) t.equal(sa.metadata.annotations?.["eks.amazonaws.com/role-arn"], "arn:aws:iam::123456789012:role/operon");
+    const apiSvc = ofKind<K8sObject & { spec: { type: string; ports: Array<{ port: number }> } }>(docs, "Service").find((s) => s.metadata.name === "operon-api");
+    t.equal(apiSvc?.spec.type, "LoadBalancer");
+    t.equal(apiSvc?.spec.ports[0]?.port, 443);
+    for (const component of ["api-server", "operator"]) {
+      const d = deployment(docs, component);
+      const pod = d.spec.template.spec;
+      t.equal(d.spec.replicas, 3);
+      t.equal(pod.nodeSelector?.["kubernetes.io/os"], "linux", `${component}: nodeSelector`);
+      t.equal(pod.tolerations?.length, 1, `${component}: tolerations`);
+      t.ok(pod.affinity, `${component}: affinity`);
+      t.same(pod.imagePullSecrets, [{ name: "regcred" }]);
+      t.equal(d.spec.template.metadata.annotations?.["example.org/team"], "genomics", `${component}: pod annotations`);
+      const c = mainContainer(d);
+      t.equal(c.image, "registry.example.org/genomics/operon:0.1.0-test");
+      t.equal(c.imagePullPolicy, "Always");
+      t.same(c.envFrom?.map((e) => e.secretRef?.name ?? e.configMapRef?.name), ["operon-config", "operon-s3"]);
+    }
+    t.equal(mainContainer(deployment(docs, "api-server")).ports?.[0]?.containerPort, 9090);
+    t.equal(mainContainer(deployment(docs, "operator")).ports?.[0]?.containerPort, 9091);
+    const cm = ofKind(docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+    t.match(cm.data, {
+      S3_BUCKET: "operon-data", S3_REGION: "eu-west-1", S3_ENDPOINT: "https://s3.eu-west-1.example.org", S3_FORCE_PATH_STYLE: "true",
+      OPERON_STEP_S3_ENDPOINT: "http://minio.storage.svc.cluster.local:9000", OPERON_S3_CREDENTIALS_SECRET: "operon-s3",
+      OPERON_IMAGE: "registry.example.org/genomics/operon:0.1.0-test", OPERON_ORG_CONCURRENCY: "12", OPERON_KEY_CACHE_TTL_SECONDS: "10",
+      OPERON_RATE_LIMIT_PER_MINUTE: "1200", OPERON_PUBLIC_URL: "https://operon.example.org", OPERON_LEASE_DURATION_SECONDS: "20",
+      OPERON_OPERATOR_WORKERS: "16", OPERON_JOB_TTL_SECONDS: "3600", LOG_LEVEL: "debug",
+    });
+    const parsed = parseConfig({ ...cm.data, OPERON_SIGNING_SECRET: "x".repeat(32) });
+    t.ok(parsed.ok, `the ConfigMap is a valid Operon configuration${parsed.ok ? "" : `: ${parsed.message}`}`);
+  });
+
+  t.test("existing Secrets: none rendered, the Deployments use the named ones", async (t) => {
+    const docs = existingSecrets.docs;
+    t.same(ofKind(docs, "Secret"), [], "no Secret rendered");
+    for (const component of ["api-server", "operator"]) {
+      const c = mainContainer(deployment(docs, component));
+      t.same(c.envFrom?.map((e) => e.secretRef?.name ?? e.configMapRef?.name), ["operon-config", "my-s3-credentials"]);
+      t.same(c.env?.find((e) => e.name === "OPERON_SIGNING_SECRET")?.valueFrom?.secretKeyRef, { name: "my-signing-secret", key: "OPERON_SIGNING_SECRET" });
+    }
+    const cm = ofKind(docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+    t.equal(cm.data.OPERON_S3_CREDENTIALS_SECRET, "my-s3-credentials", "step Jobs read the same Secret");
+  });
+});
+
+t.test("every render is accepted by the API server in a restricted namespace, without a warning", async (t) => {
+  await restrictedNamespace(DRY_NS);
+  // The ServiceMonitor kind belongs to the Prometheus Operator, which the test cluster does
+  // not have: a minimal stand-in CRD (test/chart/servicemonitor-crd.yaml) makes it known.
+  await kubectlOk(["apply", "--server-side", "-f", join(fixtures, "servicemonitor-crd.yaml")]);
+  await kubectlOk(["wait", "--for=condition=Established", "--timeout=30s", "crd/servicemonitors.monitoring.coreos.com"]);
+  for (const [name, { text, docs }] of Object.entries(renders)) {
+    const r = await env.kubectl(["apply", "--server-side", "--dry-run=server", "--field-manager=helm", "-n", DRY_NS, "-f", "-"], { input: text });
+    t.equal(r.code, 0, `${name}: accepted (${r.stderr.trim()})`);
+    t.notMatch(r.stderr, WARNING, `${name}: no warning`);
+    const applied = r.stdout.trim().split("\n").filter((l) => / serverside-applied \(server dry run\)$/.test(l));
+    t.equal(applied.length, docs.length, `${name}: all ${docs.length} objects applied`);
+  }
+  // The same apply does warn about a pod that is not restricted (the check above can fail).
+  const insecure = structuredClone(deployment(defaults.docs, "api-server"));
+  delete insecure.spec.template.spec.securityContext;
+  delete mainContainer(insecure).securityContext;
+  const r = await env.kubectl(["apply", "--server-side", "--dry-run=server", "-n", DRY_NS, "-f", "-"], { input: JSON.stringify(insecure) });
+  t.match(r.stderr, /would violate PodSecurity "restricted:latest"/, "a Deployment without the security settings is warned about");
+});
+
+// ---------------------------------------------------------------------------------------------
+// Install: a real apply, RBAC through `kubectl auth can-i`, then the two processes.
+
+const NS = "operon-install";
+const install = await render("operon", NS, [
+  "--set", `s3.bucket=${s3.bucket}`, "--set", `s3.endpoint=${s3.endpoint}`, "--set", "s3.forcePathStyle=true",
+  "--set", `s3.region=${s3.region}`, "--set", `s3.accessKeyId=${s3.accessKeyId}`, "--set", `s3.secretAccessKey=${s3.secretAccessKey}`,
+]);
+const apiDeployment = deployment(install.docs, "api-server");
+const operatorDeployment = deployment(install.docs, "operator");
+const apiSa = apiDeployment.spec.template.spec.serviceAccountName ?? "";
+const operatorSa = operatorDeployment.spec.template.spec.serviceAccountName ?? "";
+
+t.test("install: a real apply, and the ServiceAccounts may do what they need and no more", async (t) => {
+  await restrictedNamespace(NS);
+  // The chart's CRDs (already installed by the test environment from crds/: the same file).
+  const crds = await env.kubectl(["apply", "--server-side", "--field-manager=helm", "-f", join(chartDir, "crds")]);
+  t.equal(crds.code, 0, crds.stderr);
+  const r = await env.kubectl(["apply", "--server-side", "--field-manager=helm", "-n", NS, "-f", "-"], { input: install.text });
+  t.equal(r.code, 0, r.stderr);
+  t.notMatch(r.stderr, WARNING, "no warning");
+  t.equal(r.stdout.trim().split("\n").filter((l) => / serverside-applied$/.test(l)).length, install.docs.length, "every object applied");
+
+  const canI = async (sa: string, verb: string, resource: string, extra: string[] = []) => {
+    const res = await env.kubectl(["auth", "can-i", `--as=system:serviceaccount:${NS}:${sa}`, verb, resource, "-n", NS, ...extra]);
+    return res.stdout.trim();
+  };
+  const expect: Array<[string, string, string, string[], "yes" | "no"]> = [
+    [apiSa, "create", "jobs.batch", [], "no"],
+    [apiSa, "create", "pipelineruns.operon.dev", [], "yes"],
+    [apiSa, "watch", "pipelineruns.operon.dev", [], "yes"],
+    [apiSa, "patch", "pipelineruns.operon.dev", [], "yes"],
+    [apiSa, "delete", "pipelineruns.operon.dev", [], "no"],
+    [apiSa, "get", "secrets", [], "no"],
+    [apiSa, "get", "pods", ["--subresource=log"], "no"],
+    [operatorSa, "create", "jobs.batch", [], "yes"],
+    [operatorSa, "patch", "pipelineruns.operon.dev", ["--subresource=status"], "yes"],
+    [operatorSa, "update", "pipelineruns.operon.dev", ["--subresource=status"], "yes"],
+    // Jobs are created with an owner reference that blocks the PipelineRun's deletion; with
+    // the OwnerReferencesPermissionEnforcement admission plugin that needs this permission.
+    [operatorSa, "update", "pipelineruns.operon.dev", ["--subresource=finalizers"], "yes"],
+    [operatorSa, "create", "pipelineruns.operon.dev", [], "no"],
+    [operatorSa, "delete", "pipelineruns.operon.dev", [], "no"],
+    [operatorSa, "delete", "jobs.batch", [], "no"],
+    [operatorSa, "get", "secrets", [], "no"],
+    [operatorSa, "get", "pods", ["--subresource=log"], "yes"],
+    [operatorSa, "update", "leases.coordination.k8s.io/operon-operator", [], "yes"],
+    [operatorSa, "update", "leases.coordination.k8s.io/someone-else", [], "no"],
+  ];
+  for (const [sa, verb, resource, extra, answer] of expect) {
+    t.equal(await canI(sa, verb, resource, extra), answer, `${sa}: ${verb} ${resource} ${extra.join(" ")} → ${answer}`);
+  }
+  // Namespaced only: nothing in another namespace.
+  for (const sa of [apiSa, operatorSa]) {
+    const res = await env.kubectl(["auth", "can-i", `--as=system:serviceaccount:${NS}:${sa}`, "list", "pipelineruns.operon.dev", "-n", "default"]);
+    t.equal(res.stdout.trim(), "no", `${sa}: nothing in namespace default`);
+  }
+});
+
+interface Proc { name: string; child: ChildProcess; port: number; output: () => string; exited: Promise<number | null> }
+const procs: Proc[] = [];
+t.teardown(() => { for (const p of procs) if (p.child.exitCode === null) p.child.kill("SIGKILL"); });
+
+async function portFree(port: number, host: string): Promise<boolean> {
+  const s = createServer();
+  return new Promise((resolve) => {
+    s.once("error", () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function readSecret(name: string): Promise<Record<string, string>> {
+  const secret = JSON.parse(await kubectlOk(["get", "secret", name, "-n", NS, "-o", "json"])) as { data?: Record<string, string> };
+  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
+}
+
+/**
+ * The environment the kubelet would give the Deployment's container: `envFrom` (the rendered
+ * ConfigMap; Secrets as stored in the API server), then `env` (values, Secret keys, the
+ * downward API), later entries winning as in Kubernetes.
+ */
+async function podEnvironment(d: Deployment, podName: string): Promise<Record<string, string>> {
+  const c = mainContainer(d);
+  const out: Record<string, string> = {};
+  for (const from of c.envFrom ?? []) {
+    if (from.configMapRef) {
+      const cm = ofKind<K8sObject & { data: Record<string, string> }>(install.docs, "ConfigMap").find((x) => x.metadata.name === from.configMapRef?.name);
+      if (!cm) throw new Error(`${d.metadata.name}: ConfigMap ${from.configMapRef.name} is not rendered`);
+      Object.assign(out, cm.data);
+    } else if (from.secretRef) {
+      Object.assign(out, await readSecret(from.secretRef.name));
+    } else {
+      throw new Error(`${d.metadata.name}: unsupported envFrom ${JSON.stringify(from)}`);
+    }
+  }
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) out[e.name] = e.value;
+    else if (e.valueFrom?.secretKeyRef) {
+      const { name, key } = e.valueFrom.secretKeyRef;
+      const value = (await readSecret(name))[key];
+      if (value === undefined) throw new Error(`${d.metadata.name}: Secret ${name} has no key ${key}`);
+      out[e.name] = value;
+    } else if (e.valueFrom?.fieldRef?.fieldPath === "metadata.name") out[e.name] = podName;
+    else if (e.valueFrom?.fieldRef?.fieldPath === "metadata.namespace") out[e.name] = NS;
+    else throw new Error(`${d.metadata.name}: unsupported env ${JSON.stringify(e)}`);
+  }
+  return out;
+}
+
+/** A kubeconfig that authenticates as the ServiceAccount, with a token from the TokenRequest API. */
+async function kubeconfigFor(sa: string): Promise<string> {
+  const token = (await kubectlOk(["create", "token", sa, "-n", NS, "--duration=1h"])).trim();
+  const path = join(env.dir, `kubeconfig-${sa}`);
+  await writeFile(path, `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: ${env.server}
+    certificate-authority-data: ${Buffer.from(env.ca).toString("base64")}
+users:
+- name: ${sa}
+  user:
+    token: ${token}
+contexts:
+- name: ${sa}
+  context:
+    cluster: test
+    user: ${sa}
+    namespace: ${NS}
+current-context: ${sa}
+`, { mode: 0o600 });
+  return path;
+}
+
+/**
+ * The Deployment's container, out of cluster: its args as `operon` arguments, its environment,
+ * plus only what being out of cluster needs — KUBECONFIG (the in-cluster service-account token
+ * mount does not exist here) and, only when the rendered PORT is taken on this machine,
+ * HOST=127.0.0.1 with a free port instead (the rendered PORT and HOST are kept otherwise).
+ */
+async function runDeployment(d: Deployment, podName: string): Promise<{ proc: Proc; env: Record<string, string>; renderedPort: boolean }> {
+  const container = mainContainer(d);
+  const podEnv = await podEnvironment(d, podName);
+  const childEnv: Record<string, string> = { ...podEnv, KUBECONFIG: await kubeconfigFor(d.spec.template.spec.serviceAccountName ?? "") };
+  const renderedPort = await portFree(Number(podEnv.PORT), podEnv.HOST ?? "0.0.0.0");
+  if (!renderedPort) {
+    childEnv.HOST = "127.0.0.1";
+    childEnv.PORT = String(await freePort());
+  }
+  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", ...(container.args ?? [])], { cwd: repo, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout?.on("data", (c: Buffer) => { out += c.toString(); });
+  child.stderr?.on("data", (c: Buffer) => { out += c.toString(); });
+  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+  const proc: Proc = { name: d.metadata.name, child, port: Number(childEnv.PORT), output: () => out, exited };
+  procs.push(proc);
+  const health = d === apiDeployment ? "/readyz" : "/healthz";
+  await until(`${proc.name} answering ${health}`, async () => {
+    if (child.exitCode !== null) throw new Error(`${proc.name} exited (${child.exitCode}):\n${out}`);
+    return (await httpStatus(`http://127.0.0.1:${proc.port}${health}`)) === 200;
+  });
+  return { proc, env: childEnv, renderedPort };
+}
+
+async function httpStatus(url: string): Promise<number | undefined> {
+  try { return (await fetch(url)).status; } catch { return undefined; }
+}
+
+/** `operon <args>` with the api-server's environment, as `kubectl exec deploy/<api> -- operon …` would. */
+async function operonCli(args: string[], childEnv: Record<string, string>): Promise<string> {
+  const r = await run(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], { env: childEnv });
+  if (r.code !== 0) throw new Error(`operon ${args.join(" ")} failed (exit ${r.code}): ${r.stderr}`);
+  return r.stdout;
+}
+
+type Job = JobObject & { metadata: { name: string } };
+interface RunView { id: string; status: string; steps: Array<{ step_id: string; status: string }> }
+
+t.test("install: the api-server and the operator, with the rendered args and environment, run a pipeline", async (t) => {
+  const api = await runDeployment(apiDeployment, "operon-api-7d9f8b6c5-abcde");
+  const apiUrl = `http://127.0.0.1:${api.proc.port}`;
+  if (api.renderedPort) t.equal(api.proc.port, mainContainer(apiDeployment).ports?.[0]?.containerPort, "the api-server listens on its rendered port");
+  t.equal(await httpStatus(`${apiUrl}/readyz`), 200, "api-server /readyz (object storage reachable)");
+  t.equal(await httpStatus(`${apiUrl}/healthz`), 200, "api-server /healthz");
+
+  // What NOTES.txt tells the cluster's administrator to run first.
+  t.match(await operonCli(["workspaces", "create", "--org", "acme", "--id", "default"], api.env), /created workspace acme\/default/);
+  const { key } = JSON.parse(await operonCli(["keys", "create", "--org", "acme", "--scopes", "query,tools,conversations,files", "--json"], api.env)) as { key: string };
+  t.match(key, /^sk_live_/);
+  const auth = { authorization: `Bearer ${key}` };
+
+  const form = new FormData();
+  form.append("workspace_id", "default");
+  form.append("path", "data");
+  form.append("file", new Blob(["not really a BAM: the Job simulator does not read it\n"]), "in.bam");
+  const up = await fetch(`${apiUrl}/v1/files/upload`, { method: "POST", headers: auth, body: form });
+  t.equal(up.status, 201, "upload");
+  const uploaded = ((await up.json()) as { data: { key: string } }).data.key;
+  t.equal(uploaded, "data/in.bam");
+
+  const step = (stepId: string, input: string, outputFile: string, dependsOn?: string[]) => ({
+    stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile },
+  });
+  const oneStep = { specVersion: "1.0", id: "depth", name: "Depth", inputs: [{ name: "bam", type: "file" }], steps: [step("depth", "${bam}", "d.tsv")] };
+  const twoSteps = { ...oneStep, id: "depth2", steps: [step("depth", "${bam}", "d.tsv"), step("again", "${depth.outputFile}", "e.tsv", ["depth"])] };
+  const submit = async (spec: unknown): Promise<string> => {
+    const res = await fetch(`${apiUrl}/v1/pipelines`, {
+      method: "POST", headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ workspace_id: "default", spec, input: { bam: uploaded } }),
+    });
+    const body = await res.text();
+    if (res.status !== 201) throw new Error(`POST /v1/pipelines: ${res.status} ${body}`);
+    return (JSON.parse(body) as { data: { id: string } }).data.id;
+  };
+  const getRun = async (id: string): Promise<RunView> => {
+    const res = await fetch(`${apiUrl}/v1/pipelines/${id}?workspace_id=default`, { headers: auth });
+    return ((await res.json()) as { data: RunView }).data;
+  };
+  const cancel = async (id: string) => {
+    const res = await fetch(`${apiUrl}/v1/pipelines/${id}?workspace_id=default`, { method: "DELETE", headers: auth });
+    return { status: res.status, body: await res.text() };
+  };
+  const untilStatus = (id: string, status: string) => until(`run ${id} ${status}`, async () => {
+    const r = await getRun(id);
+    if (r.status !== status && ["completed", "failed", "cancelled"].includes(r.status)) throw new Error(`run ${id} ended ${r.status}, not ${status}: ${JSON.stringify(r)}`);
+    return r.status === status ? r : undefined;
+  });
+
+  // Cancelled before any operator has seen it (no status yet): the api-server's own permissions.
+  const early = await submit(oneStep);
+  const earlyCancel = await cancel(early);
+  t.equal(earlyCancel.status, 200, `cancel before the operator saw the run: ${earlyCancel.body}`);
+
+  const op = await runDeployment(operatorDeployment, "operon-operator-5c6d7e8f9-vwxyz");
+  const opUrl = `http://127.0.0.1:${op.proc.port}`;
+  if (op.renderedPort) t.equal(op.proc.port, mainContainer(operatorDeployment).ports?.[0]?.containerPort, "the operator listens on its rendered port");
+  t.equal(await httpStatus(`${opUrl}/healthz`), 200, "operator /healthz");
+  t.equal(await httpStatus(`${opUrl}/readyz`), 200, "operator /readyz");
+  await until("the operator leads", async () => /^operon_operator_leader 1$/m.test(await (await fetch(`${opUrl}/metrics`)).text()), 20_000);
+
+  const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
+  t.teardown(() => client.close());
+  const jobsOf = async (runId: string) => (await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${runId}` } })).items;
+  await untilStatus(early, "cancelled");
+  t.same(await jobsOf(early), [], "the run cancelled early never got a Job");
+
+  const parsed = parseConfig(api.env);
+  if (!parsed.ok) throw new Error(parsed.message);
+  const store = await createStore(parsed.config, "");
+  const sim = await startJobSimulator({ client, namespace: NS, store, delayMs: 200 });
+  t.teardown(() => sim.stop());
+
+  const runId = await submit(oneStep);
+  const done = await untilStatus(runId, "completed");
+  t.same(done.steps.map((s) => s.status), ["completed"]);
+  const listed = await kubectlOk(["get", "pipelineruns", "-n", NS, runId, "--no-headers"]);
+  t.match(listed, new RegExp(`^${runId}\\s+acme\\s+default\\s+depth\\s+completed\\s+1/1\\s`), "kubectl get pipelineruns shows it completed");
+  await sim.stop();
+
+  // The step Job: made by this operator process, with the rendered image and credentials
+  // Secret, and a pod template that the restricted namespace admits.
+  const jobs = await jobsOf(runId);
+  t.equal(jobs.length, 1, "one Job");
+  const job = jobs[0];
+  const cm = ofKind<K8sObject & { data: Record<string, string> }>(install.docs, "ConfigMap")[0];
+  t.equal(job?.metadata.annotations?.["operon.dev/created-by"], op.env.OPERON_POD_NAME, "created by the operator process (its downward-API pod name)");
+  const template = (job?.spec as { template: { metadata: Meta; spec: PodSpec } } | undefined)?.template;
+  const helper = template?.spec.containers[0];
+  t.equal(helper?.image, cm?.data.OPERON_IMAGE, "the step helpers run the chart's image");
+  t.same(helper?.envFrom, [{ secretRef: { name: cm?.data.OPERON_S3_CREDENTIALS_SECRET } }], "and read the chart's S3 Secret");
+  const pod = await env.kubectl(["create", "--dry-run=server", "-n", NS, "-f", "-"], {
+    input: JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "step-pod-check", labels: template?.metadata.labels }, spec: template?.spec }),
+  });
+  t.equal(pod.code, 0, `a step pod is admitted in the restricted namespace: ${pod.stderr}`);
+  t.notMatch(pod.stderr, WARNING);
+
+  // Cancelled while its first step runs: the operator stops the Job with its own permissions.
+  const running = await submit(twoSteps);
+  const first = await until("the running run's Job", async () => (await jobsOf(running))[0]);
+  await until("the run running", async () => (await getRun(running)).status === "running");
+  const runningCancel = await cancel(running);
+  t.equal(runningCancel.status, 200, `cancel a running run: ${runningCancel.body}`);
+  const cancelled = await untilStatus(running, "cancelled");
+  t.same(cancelled.steps.map((s) => s.status), ["cancelled", "cancelled"]);
+  const stopped = await until("the Job stopped", async () => (await jobsOf(running)).find((j) => j.metadata.name === first.metadata.name && j.spec?.suspend === true));
+  t.equal(stopped.metadata.annotations?.["operon.dev/stopped"], "cancelled", "the operator suspended the Job");
+
+  for (const p of [api.proc, op.proc]) {
+    t.notMatch(p.output(), /forbidden/i, `${p.name}: never refused by the API server`);
+    p.child.kill("SIGTERM");
+    t.equal(await p.exited, 0, `${p.name}: SIGTERM stops it cleanly`);
+  }
+});
