@@ -92,6 +92,11 @@ export class Ledger {
     b.demands.delete(runId);
   }
 
+  /** Forgets a run whose organization is no longer known (its record was deleted). */
+  forget(runId: string): void {
+    for (const org of this.orgs.keys()) this.remove(org, runId);
+  }
+
   /** Running plus assumed steps of the organization. */
   inUse(org: string): number {
     const b = this.orgs.get(org);

@@ -42,7 +42,8 @@ export function createReconciler(deps: ReconcilerDeps) {
 
   return async function reconcile(runId: string): Promise<{ requeueAfterMs?: number }> {
     const run = await deps.runs.get(runId);
-    if (!run) return {};
+    // Deleted (e.g. `kubectl delete pipelinerun`): its steps no longer hold slots.
+    if (!run) { deps.ledger.forget(runId); return {}; }
     if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); return {}; }
     const now = deps.clock.now();
     // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not

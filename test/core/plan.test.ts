@@ -141,6 +141,11 @@ t.test("Ledger: assume before create, undo on failure, observe replaces assumpti
   release?.();
   t.equal(l.inUse("acme"), 0, "and gives it back");
   t.equal(l.inUse("globex"), 0, "organizations are separate");
+  l.observe("globex", "r9", 1, { known: ["a", "b"], running: ["a", "b"], ready: ["c"] });
+  t.equal(l.inUse("globex"), 2);
+  l.forget("r9");
+  t.equal(l.inUse("globex"), 0, "a deleted run (organization unknown) frees its slots");
+  t.same(l.waitingRuns("globex"), [], "and no longer waits");
 });
 
 /**

@@ -301,3 +301,17 @@ t.test("the operator reports the Jobs it created and its writes", async (t) => {
   t.ok(operator.isLeader(), "the only replica leads");
   t.ok(operator.client.writes() > 0);
 });
+
+t.test("a PipelineRun deleted while its Jobs run frees its organization's slots", async (t) => {
+  const h = await org("del-org");
+  const five = { id: "five", inputs: [{ name: "bam", type: "file" }], steps: ["a", "b", "c", "d", "e"].map((id) => step(id, "${bam}")) };
+  const first = await submit(h, five);
+  await until("5 Jobs", async () => ((await jobsOf(first.id)).length === 5 ? true : undefined));
+  const next = await submit(h, { id: "one", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}")] });
+  await until("the next run waits", async () => ((await getRun(h, next.id)).steps[0]?.status === "waiting" ? true : undefined));
+  // No garbage collector runs here, so the Jobs stay; deleting the run must still free its slots.
+  const del = await env.kubectl(["delete", "pipelinerun", "-n", NS, first.id]);
+  t.equal(del.code, 0, del.stderr);
+  const job = await until("the next run's Job", async () => (await jobsOf(next.id))[0]);
+  t.ok(job, "the waiting run starts once the deleted run's slots are free");
+});
