@@ -88,22 +88,28 @@ export function createEngine(deps: EngineDeps): Engine {
   });
   const builtins = loadBuiltins();
 
-  /** The run folder: a UTC timestamp, suffixed when a run of the same second already took it. */
+  /**
+   * The run folder: a UTC timestamp, suffixed when a run of the same second already took it.
+   * Names handed out in this process are remembered for a minute (until the run has written
+   * into its folder), and the search starts after the last one given for that second, so a
+   * burst of submissions does not list every earlier folder of the second again.
+   */
   async function uniqueFolder(root: string, now: number): Promise<string> {
     const base = `pipelines/${runFolderName(now)}`;
-    for (let n = 1; ; n++) {
+    const key = `${root}${base}`;
+    for (const [k, v] of reserved) if (now - v.at > 60_000) reserved.delete(k);
+    for (;;) {
+      // Claim the next suffix before looking (no await in between): concurrent submissions
+      // each claim their own, and each lists only the folder it claimed.
+      const n = (reserved.get(key)?.last ?? 0) + 1;
+      reserved.set(key, { at: now, last: n });
       const folder = n === 1 ? base : `${base}-${n}`;
       const page = await deps.store.list(`${root}${folder}/`, { limit: 1 });
-      if (page.items.length === 0 && !reserved.has(`${root}${folder}`)) {
-        // Held until the run has written into it (a minute is plenty), so two submissions in
-        // the same second never share a folder.
-        for (const [k, at] of reserved) if (now - at > 60_000) reserved.delete(k);
-        reserved.set(`${root}${folder}`, now);
-        return folder;
-      }
+      if (page.items.length === 0) return folder;
     }
   }
-  const reserved = new Map<string, number>();
+  /** Per workspace root and second: the highest suffix handed out, and when. */
+  const reserved = new Map<string, { at: number; last: number }>();
 
   return {
     runs: deps.runs,

@@ -18,6 +18,13 @@ export const MAX_ATTEMPTS = 3;
 export const LOST_PREFIX = "lost:";
 /** How soon a run is looked at again after one of its steps was told to stop. */
 export const KILL_RECHECK_MS = 1000;
+/**
+ * A change of nothing but waiting steps' queue positions is written at most this often per
+ * run: every slot that frees moves every waiting run up the queue, and writing each move
+ * made status writes grow with the square of the queue. The run is looked at again when
+ * the interval ends, so the position shown catches up (level-triggered).
+ */
+export const POSITION_REFRESH_MS = 2000;
 
 export interface ReconcilerDeps {
   runs: RunStore;
@@ -34,6 +41,9 @@ const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).
 
 export function createReconciler(deps: ReconcilerDeps) {
   const tools = deps.tools ?? defaultCatalogue;
+  /** When each run's queue positions were last written (a cache of this process, not state). */
+  const positionsWritten = new Map<string, number>();
+  const withoutPositions = (r: RunRecord) => JSON.stringify({ ...r, steps: r.steps.map(({ queuePosition: _q, ...st }) => st) });
 
   async function writeManifest(run: RunRecord): Promise<void> {
     const manifest = buildManifest(run, deps.clock.now());
@@ -43,7 +53,7 @@ export function createReconciler(deps: ReconcilerDeps) {
   return async function reconcile(runId: string): Promise<{ requeueAfterMs?: number }> {
     const run = await deps.runs.get(runId);
     // Deleted (e.g. `kubectl delete pipelinerun`): its steps no longer hold slots.
-    if (!run) { deps.ledger.forget(runId); return {}; }
+    if (!run) { deps.ledger.forget(runId); positionsWritten.delete(runId); return {}; }
     if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); return {}; }
     const now = deps.clock.now();
     // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not
@@ -144,6 +154,7 @@ export function createReconciler(deps: ReconcilerDeps) {
       return next;
     });
     const terminal = TERMINAL.has(plan.status);
+    let positionsDeferredMs: number | undefined;
     const updated = await deps.runs.update(run.id, (r) => {
       const next: RunRecord = {
         ...r,
@@ -154,12 +165,18 @@ export function createReconciler(deps: ReconcilerDeps) {
         startedAt: r.startedAt ?? (plan.status !== "queued" ? new Date(now).toISOString() : null),
         completedAt: terminal ? (r.completedAt ?? new Date(now).toISOString()) : null,
       };
-      return JSON.stringify(next) === JSON.stringify(r) ? undefined : next;
+      if (JSON.stringify(next) === JSON.stringify(r)) return undefined;
+      if (withoutPositions(next) === withoutPositions(r)) {
+        const since = now - (positionsWritten.get(r.id) ?? -Infinity);
+        if (since < POSITION_REFRESH_MS) { positionsDeferredMs = POSITION_REFRESH_MS - since; return undefined; }
+      }
+      positionsWritten.set(r.id, now);
+      return next;
     });
     if (updated && ((run.startedAt === null && updated.startedAt !== null) || terminal)) await writeManifest(updated);
-    if (terminal) deps.ledger.remove(run.organization, run.id);
+    if (terminal) { deps.ledger.remove(run.organization, run.id); positionsWritten.delete(run.id); }
     // After a kill, look again soon: level-triggered, a step still running is killed again.
-    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity);
+    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity, positionsDeferredMs ?? Infinity);
     return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
   };
 }

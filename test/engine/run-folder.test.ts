@@ -1,0 +1,44 @@
+/**
+ * Run folders (DESIGN §5): a UTC timestamp, unique per workspace even for a burst of
+ * submissions in the same second, concurrent or not, found without re-listing every
+ * earlier folder of that second; and a folder already in storage is never reused.
+ */
+import t from "tap";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLocalObjectStore } from "../../adapters/local/object-store.js";
+import { createLocalRunStore } from "../../adapters/local/run-store.js";
+import { createEngine } from "../../api-server/engine.js";
+import type { ObjectStore, StepExecutor } from "../../core/ports.js";
+
+const dir = mkdtempSync(join(tmpdir(), "operon-folders-"));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const fixed = Date.parse("2026-11-22T02:00:00.250Z");
+const base = createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
+let lists = 0;
+const store: ObjectStore = { ...base, list: (prefix, o) => { lists++; return base.list(prefix, o); } };
+// Nothing runs: the engine's loop is off, only submission is exercised.
+const idle: StepExecutor = { submit: async () => undefined, observe: async () => new Map(), kill: async () => undefined, watch: () => () => undefined, logs: async () => undefined };
+const engine = createEngine({ runs: createLocalRunStore(dir), executor: idle, store, clock: { now: () => fixed }, orgConcurrency: () => 5, controller: false });
+const spec = { steps: [{ stepId: "a", toolName: "samtools", parameters: { command: "flagstat", inputFile: "x.bam" } }] };
+const submit = async () => {
+  const r = await engine.submit({ organization: "acme", workspace: "ws", keyId: "k", spec, source: { kind: "inline" }, input: {} });
+  if (!r.ok) throw new Error(r.message);
+  return r.run.outputFolder;
+};
+
+t.test("a burst in one second: unique folders, a bounded number of listings", async (t) => {
+  // A folder of this second already holds files (an earlier server's run): never reused.
+  await base.put("orgs/acme/workspaces/ws/pipelines/2026-11-22T02-00-00Z/run.json", "{}");
+  lists = 0;
+  const sequential: string[] = [];
+  for (let i = 0; i < 40; i++) sequential.push(await submit());
+  const concurrent = await Promise.all(Array.from({ length: 40 }, () => submit()));
+  const all = [...sequential, ...concurrent];
+  t.equal(new Set(all).size, 80, "80 distinct folders");
+  t.notOk(all.includes("pipelines/2026-11-22T02-00-00Z"), "the stored folder is not reused");
+  t.equal(sequential[0], "pipelines/2026-11-22T02-00-00Z-2");
+  t.equal(sequential[39], "pipelines/2026-11-22T02-00-00Z-41");
+  t.ok(lists < 80 * 3, `listings stay linear in the submissions (${lists} for 80)`);
+});
