@@ -78,7 +78,7 @@ export function createEngine(deps: EngineDeps): Engine {
   const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools });
   const controller = deps.controller === false ? undefined : startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
-    waitingRuns: (org) => ledger.waitingRuns(org),
+    waitingRuns: (org) => ledger.admittedRuns(org),
     hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
     // The ledger starts from the steps running now (live Jobs), before anything is admitted.
     prime: async () => {

@@ -115,6 +115,15 @@ export class Ledger {
     return allocate(this.limitOf(org), this.inUse(org), [...b.demands.values()]);
   }
 
+  /**
+   * Runs the allocation would start a step of now — the head of the organization's queue,
+   * oldest first. Only these need a look when a slot frees; waking every waiting run made
+   * the reconciles of a long queue grow with its square.
+   */
+  admittedRuns(org: string): string[] {
+    return [...this.allocation(org).admitted.keys()];
+  }
+
   /** Runs of the organization that have steps waiting for a slot. */
   waitingRuns(org: string): string[] {
     return [...(this.orgs.get(org)?.demands.keys() ?? [])];

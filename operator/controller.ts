@@ -16,7 +16,8 @@ export interface ControllerOptions {
   onError?: (runId: string, error: unknown) => void;
   /**
    * Runs to look at again when a step of `org` ends (a slot may have freed): by default every
-   * active run of the organization; the engine narrows it to runs with steps waiting.
+   * active run of the organization; the engine narrows it to the runs the quota would admit
+   * a step of now (the head of the queue).
    */
   waitingRuns?: (org: string) => Iterable<string>;
   /** Whether the organization has a free slot now (with waitingRuns: wake the waiting after each reconcile). */

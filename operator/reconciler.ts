@@ -21,10 +21,11 @@ export const KILL_RECHECK_MS = 1000;
 /**
  * A change of nothing but waiting steps' queue positions is written at most this often per
  * run: every slot that frees moves every waiting run up the queue, and writing each move
- * made status writes grow with the square of the queue. The run is looked at again when
- * the interval ends, so the position shown catches up (level-triggered).
+ * made status writes grow with the square of the queue. A run with waiting steps is looked
+ * at again after this long, so the position shown catches up (level-triggered) even when
+ * nothing else wakes it (only the head of the queue is woken when a slot frees).
  */
-export const POSITION_REFRESH_MS = 2000;
+export const POSITION_REFRESH_MS = 5000;
 
 export interface ReconcilerDeps {
   runs: RunStore;
@@ -176,7 +177,8 @@ export function createReconciler(deps: ReconcilerDeps) {
     if (updated && ((run.startedAt === null && updated.startedAt !== null) || terminal)) await writeManifest(updated);
     if (terminal) { deps.ledger.remove(run.organization, run.id); positionsWritten.delete(run.id); }
     // After a kill, look again soon: level-triggered, a step still running is killed again.
-    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity, positionsDeferredMs ?? Infinity);
+    const waiting = plan.steps.some((st) => st.status === "waiting");
+    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity, positionsDeferredMs ?? (waiting ? POSITION_REFRESH_MS : Infinity));
     return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
   };
 }
