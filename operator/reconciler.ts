@@ -7,7 +7,7 @@
  */
 import { buildManifest } from "../core/manifest.js";
 import { planRun, readySteps, stepTimeoutMs, type ObservedStep } from "../core/plan.js";
-import type { Clock, ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor, StepRecord } from "../core/ports.js";
+import type { Clock, ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor, StepRecord, StepTask } from "../core/ports.js";
 import type { Ledger } from "../core/quota.js";
 import { resolveInputs, resolveStepParameters } from "../core/spec/resolve.js";
 import { validateSpec } from "../core/spec/validate.js";
@@ -92,7 +92,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     const positions = new Map((alloc.waiting.get(run.id) ?? []).map((w) => [w.stepId, w.position]));
     const plan = planRun({ steps: run.spec.steps, observed, cancelRequested: run.cancelRequested, now, admission: { admitted, positions } });
 
-    // Start admitted steps: resolve, build the argv, assume the slot, submit (undo on failure).
+    // Start admitted steps: resolve and build the argv of each, assume all their slots before
+    // the first create (so no other reconcile spends them meanwhile), then submit; a create
+    // that fails gives back its slot and those of the steps not submitted yet.
     const startFailures = new Map<string, string>();
     const started = new Map<string, { command: string; argv: string[]; attempt: number }>();
     const outputsOf = (stepId: string, output: "outputFile" | "outputFile2") => {
@@ -102,6 +104,7 @@ export function createReconciler(deps: ReconcilerDeps) {
       const hit = o.find((x) => x.position === pos);
       return hit ? `${run.outputFolder}/${hit.filename}` : undefined;
     };
+    const toStart: Array<{ task: StepTask; command: string }> = [];
     for (const stepId of plan.start) {
       const step = run.spec.steps.find((s) => s.stepId === stepId);
       const tool = step ? tools.get(step.toolName) : undefined;
@@ -110,16 +113,21 @@ export function createReconciler(deps: ReconcilerDeps) {
       if (!params.ok) { startFailures.set(stepId, params.errors.map((e) => e.message).join("; ")); continue; }
       const built = buildInvocation(tool, params.parameters, { runtime: deps.executor.runtime ?? "local" });
       if (!built.ok) { startFailures.set(stepId, built.errors.map((e) => `${e.path}: ${e.message}`).join("; ")); continue; }
-      const attempt = nextAttempt.get(stepId) ?? 1;
-      deps.ledger.assume(run.organization, run.id, [stepId]);
-      try {
-        await deps.executor.submit({
-          runId: run.id, organization: run.organization, stepId, attempt, toolName: tool.id, invocation: built.invocation,
+      toStart.push({
+        command: built.command,
+        task: {
+          runId: run.id, organization: run.organization, stepId, attempt: nextAttempt.get(stepId) ?? 1, toolName: tool.id, invocation: built.invocation,
           workspaceRoot: workspaceRootOf(run), runRoot: `${workspaceRootOf(run)}${run.outputFolder}/`, timeoutMs: stepTimeoutMs(step),
-        });
-        started.set(stepId, { command: built.command, argv: built.invocation.argv, attempt });
+        },
+      });
+    }
+    deps.ledger.assume(run.organization, run.id, toStart.map((s) => s.task.stepId));
+    for (const [i, { task, command }] of toStart.entries()) {
+      try {
+        await deps.executor.submit(task);
+        started.set(task.stepId, { command, argv: task.invocation.argv, attempt: task.attempt });
       } catch (e) {
-        deps.ledger.undo(run.organization, run.id, stepId);
+        for (const rest of toStart.slice(i)) deps.ledger.undo(run.organization, run.id, rest.task.stepId);
         throw e;
       }
     }

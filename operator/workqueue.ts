@@ -117,6 +117,9 @@ export class WorkQueue<K = string> {
   }
 }
 
+/** Longest stretch the workers may keep the event loop to themselves. */
+export const YIELD_EVERY_MS = 10;
+
 /**
  * Runs `reconcile` on keys from `queue` with `workers` concurrent workers. A key is never
  * reconciled twice at once (the queue guarantees it). A result with `requeueAfterMs` adds the
@@ -125,6 +128,10 @@ export class WorkQueue<K = string> {
 export async function runWorkers<K>(queue: WorkQueue<K>, workers: number,
   reconcile: (key: K) => Promise<{ requeueAfterMs?: number } | void>,
   onError: (key: K, error: unknown) => void = () => undefined): Promise<void> {
+  // Let I/O run at least every YIELD_EVERY_MS: a reconcile that is served from caches
+  // finishes in microtasks alone, and a queue that keeps refilling itself would otherwise
+  // starve the event loop (no watch event, no HTTP answer, no create ever completing).
+  let lastYield = Date.now();
   const worker = async () => {
     for (;;) {
       const key = await queue.get();
@@ -138,6 +145,12 @@ export async function runWorkers<K>(queue: WorkQueue<K>, workers: number,
         queue.addRateLimited(key);
       } finally {
         queue.done(key);
+      }
+      if (Date.now() - lastYield >= YIELD_EVERY_MS) {
+        // Every worker waits here until the event loop has had its turn (only then is the
+        // time reset), so no worker keeps the microtask queue busy while the others yield.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        lastYield = Date.now();
       }
     }
   };

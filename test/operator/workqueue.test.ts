@@ -648,3 +648,16 @@ t.test("runWorkers: an update accepted during reconcile, before shutDown, is sti
   await run;
   t.equal(n, 2, "the change made before shutDown is reconciled");
 });
+
+t.test("workers let I/O run even when every reconcile is served from caches", async (t) => {
+  const q = new WorkQueue<string>({ baseDelayMs: 1, maxDelayMs: 10 });
+  let reconciles = 0;
+  // Each reconcile finishes in microtasks and queues more work, as waiting runs once did.
+  const done = runWorkers(q, 4, async (key) => { reconciles++; q.add(key === "a" ? "b" : "a"); return {}; });
+  q.add("a");
+  const fired = await new Promise<boolean>((resolve) => { setTimeout(() => resolve(true), 20); });
+  t.ok(fired, "a timer fired while the queue kept refilling itself");
+  t.ok(reconciles > 0);
+  q.shutDown();
+  await done;
+});
