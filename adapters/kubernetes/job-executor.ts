@@ -47,10 +47,35 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   const selector = LABEL.run;
   const runOf = (obj: KubeObject) => obj.metadata.annotations?.[ANNOTATION.runId] ?? obj.metadata.labels?.[LABEL.run];
   const common = { ...(opts.onError ? { onError: opts.onError } : {}), ...(opts.quietMs ? { quietMs: opts.quietMs } : {}) };
-  const jobs = new Informer<Job>({ client, path: paths.jobs(namespace), labelSelector: selector, onChange: (j) => { const r = runOf(j); if (r) events.emit("change", r); }, ...common });
-  const pods = new Informer<Pod>({
+  // Indexes kept beside the caches (the informers update the cache before calling back), so
+  // observe(run) looks at the run's Jobs only, not at every Job and pod in the namespace.
+  const jobsByRun = new Map<string, Set<string>>();
+  const podsByJob = new Map<string, Set<string>>();
+  const index = (m: Map<string, Set<string>>, key: string, name: string, present: boolean) => {
+    const set = m.get(key) ?? new Set<string>();
+    if (present) { set.add(name); m.set(key, set); } else { set.delete(name); if (set.size === 0) m.delete(key); }
+  };
+  const jobOfPod = (p: KubeObject) => p.metadata.labels?.["job-name"] ?? p.metadata.labels?.["batch.kubernetes.io/job-name"];
+  const jobs: Informer<Job> = new Informer<Job>({
+    client, path: paths.jobs(namespace), labelSelector: selector,
+    onChange: (j) => {
+      const r = runOf(j);
+      if (!r) return;
+      index(jobsByRun, r, j.metadata.name, jobs.get(j.metadata.name) !== undefined);
+      events.emit("change", r);
+    },
+    ...common,
+  });
+  const pods: Informer<Pod> = new Informer<Pod>({
     client, path: paths.pods(namespace), labelSelector: selector,
-    onChange: (p) => { const job = p.metadata.labels?.["job-name"] ?? p.metadata.labels?.["batch.kubernetes.io/job-name"]; const j = job ? jobs.get(job) : undefined; const r = j ? runOf(j) : undefined; if (r) events.emit("change", r); },
+    onChange: (p) => {
+      const job = jobOfPod(p);
+      if (!job) return;
+      index(podsByJob, job, p.metadata.name, pods.get(p.metadata.name) !== undefined);
+      const j = jobs.get(job);
+      const r = j ? runOf(j) : undefined;
+      if (r) events.emit("change", r);
+    },
     ...common,
   });
   /** Outputs of completed Jobs (read once, from the termination message or storage). */
@@ -59,17 +84,17 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   const logsSaved = new Set<string>();
   const stopping = new Set<string>();
 
+  /** The Job's newest pod. */
   const podOf = (job: Job): Pod | undefined => {
     let best: Pod | undefined;
-    for (const p of pods.list()) {
-      const l = p.metadata.labels ?? {};
-      if (l["job-name"] !== job.metadata.name && l["batch.kubernetes.io/job-name"] !== job.metadata.name) continue;
-      if (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "")) best = p;
+    for (const name of podsByJob.get(job.metadata.name) ?? []) {
+      const p = pods.get(name);
+      if (p && (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? ""))) best = p;
     }
     return best;
   };
 
-  const jobsOf = (runId: string): Job[] => jobs.list().filter((j) => runOf(j) === runId);
+  const jobsOf = (runId: string): Job[] => [...(jobsByRun.get(runId) ?? [])].map((n) => jobs.get(n)).filter((j): j is Job => j !== undefined);
 
   function latestByStep(runId: string): Map<string, Job> {
     const out = new Map<string, Job>();
@@ -171,11 +196,13 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       try {
         const created = await client.request<Job>("POST", paths.jobs(namespace), { body: job });
         jobs.assume(created);
+        index(jobsByRun, task.runId, created.metadata.name, true);
       } catch (e) {
         if (!isAlreadyExists(e)) throw e;
         // Created before (by an earlier leader or before a restart): that counts as done.
         const cur = await client.request<Job>("GET", `${paths.jobs(namespace)}/${encodeURIComponent(job.metadata.name)}`);
         jobs.assume(cur);
+        index(jobsByRun, task.runId, cur.metadata.name, true);
       }
     },
 

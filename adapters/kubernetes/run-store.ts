@@ -77,6 +77,17 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     }
   }
 
+  /** Parsed records by name, reused while the resourceVersion is the same (parsing is zod work). */
+  const parsed = new Map<string, { rv: string | undefined; run: RunRecord }>();
+  const toRun = (res: PR): RunRecord => {
+    const hit = parsed.get(res.metadata.name);
+    if (hit && hit.rv !== undefined && hit.rv === res.metadata.resourceVersion) return structuredClone(hit.run);
+    const run = resourceToRun(res);
+    parsed.set(res.metadata.name, { rv: res.metadata.resourceVersion, run });
+    if (parsed.size > 10_000) parsed.delete(parsed.keys().next().value as string);
+    return structuredClone(run);
+  };
+
   async function read(id: string): Promise<PR | undefined> {
     return informer.get(id) ?? (await fetch(id));
   }
@@ -114,11 +125,11 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
 
     async get(id) {
       const res = await read(id);
-      return res ? resourceToRun(res) : undefined;
+      return res ? toRun(res) : undefined;
     },
 
     async list({ organization, workspace }) {
-      return informer.list().map(resourceToRun)
+      return informer.list().map(toRun)
         .filter((r) => (organization === undefined || r.organization === organization) && (workspace === undefined || r.workspace === workspace))
         .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1));
     },
@@ -126,7 +137,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     update: (id, change) => serial(id, async () => {
       let res = await read(id);
       for (let attempt = 0; res; attempt++) {
-        const cur = resourceToRun(res);
+        const cur = toRun(res);
         const next = change(cur);
         if (!next) return cur;
         const rv = res.metadata.resourceVersion;
@@ -148,7 +159,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
             recordEvent(patched, cur, next);
             res = patched;
           }
-          return resourceToRun(res);
+          return toRun(res);
         } catch (e) {
           if (!isConflict(e) || attempt >= MAX_CONFLICT_RETRIES) {
             if (isNotFound(e)) return undefined;
