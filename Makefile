@@ -64,6 +64,7 @@ bench: build
 	npx tsx bench/validate.bench.ts
 	npx tsx bench/api.bench.ts
 	npx tsx bench/engine.bench.ts
+	npx tsx bench/cluster.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules

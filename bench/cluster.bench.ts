@@ -1,0 +1,579 @@
+/**
+ * Benchmark: cluster mode, the operator against a real control plane (issue 5, "Measure").
+ * The test environment (test/support/k8s-env.ts: etcd + kube-apiserver + MinIO on loopback),
+ * the operator as its own process (`node dist/cli/main.js operator`, leader election on, so
+ * its RSS and CPU are its own), the api-server's cluster engine in this process submitting
+ * PipelineRuns, and the Job simulator (test/support/job-sim.ts) completing every step Job as
+ * soon as it appears (uploads the declared outputs to MinIO, patches the Job Complete).
+ * (0) Warm-up, unloaded: 10 runs one at a time (their figures are the reference for (b)).
+ * (a) Drain: 500 runs of a 5-step DAG a → (b, c) → d → e (samtools depth) over 10
+ *     organizations (org limit 5), submitted all at once: first submit → last run
+ *     completedAt, runs/min.
+ * (b) Dependent-step latency: child Job first seen by the simulator − the latest of its
+ *     parents' Complete patches acknowledged (simulator clock): p50/p99 over the 2,000 pairs.
+ * (c) Kubernetes API writes of the operator (its /metrics gauge operon_operator_api_writes,
+ *     minus the value before submitting) per run and per step; the api-server's (this
+ *     process's engine client) and the simulator's counted separately.
+ * (d) Operator RSS: VmHWM (peak) and VmRSS (sampled every 200 ms) from /proc/<pid>/status.
+ * (e) Most Jobs active per organization as the simulator saw them (> 5 fails the bench).
+ * Baseline, same control plane, before and after (a): a direct client creates the same
+ * 2,500 Jobs (core/jobs.ts buildJob, same template) and completes each exactly like the
+ * simulator (output upload + status patch), 50 at a time (10 orgs × limit 5, the most Jobs
+ * the operator may have active), no operator: expressed as equivalent runs/min (÷ 5).
+ * Writes its section of bench/RESULTS.md (only with the default set-up). Run: `make bench`
+ * (builds dist/ first; needs `make test-deps` for the Kubernetes and MinIO binaries), or
+ * `npx tsc -p tsconfig.build.json && npx tsx bench/cluster.bench.ts`.
+ * Knobs: BENCH_RUNS (default 500), BENCH_TIMEOUT_SECONDS (drain limit, default 600),
+ * BENCH_CPU_PROF_DIR (run the operator with --cpu-prof into that folder and print its top
+ * functions), BENCH_DUMP_DIR (write the operator's log and every run's Job times there),
+ * OPERON_OPERATOR_WORKERS (passed to the operator; default 8), BENCH_OPERATOR_MAIN (run
+ * another build of `cli/main.js`, e.g. an instrumented copy), BENCH_OPERATOR_NODE_ARGS (extra
+ * node options for the operator, e.g. `--prof --logfile=/tmp/v8.log`). With any knob but the
+ * timeout set, bench/RESULTS.md is left alone.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseConfig, type Config } from "../core/config.js";
+import { ulid } from "../core/ids.js";
+import { buildJob } from "../core/jobs.js";
+import { jobName } from "../core/pipelinerun.js";
+import { stepTimeoutMs } from "../core/plan.js";
+import type { ObjectStore, RunRecord } from "../core/ports.js";
+import type { PipelineSpec } from "../core/spec/schema.js";
+import { buildInvocation, defaultCatalogue } from "../core/tools/index.js";
+import { createStore } from "../api-server/server.js";
+import { createClusterEngine, stepStorageEnv } from "../operator/cluster.js";
+import { createKubeClient, paths } from "../adapters/kubernetes/client.js";
+import { completeJob, startJobSimulator } from "../test/support/job-sim.js";
+import { K8S_VERSION, startTestEnv, type TestEnv } from "../test/support/k8s-env.js";
+import { freePorts } from "../test/support/minio.js";
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 500);
+const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 600);
+const PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
+const DUMP_DIR = process.env.BENCH_DUMP_DIR;
+const NODE_ARGS = (process.env.BENCH_OPERATOR_NODE_ARGS ?? "").split(" ").filter(Boolean);
+const WORKERS = process.env.OPERON_OPERATOR_WORKERS;
+const ORGS = Array.from({ length: 10 }, (_, i) => `org${i}`);
+const LIMIT = 5;
+const WARMUP_RUNS = 10;
+const BASELINE_LANES = ORGS.length * LIMIT;
+const NS = "bench";
+const DEFAULT_SIZES = RUNS === 500 && !PROF_DIR && !DUMP_DIR && !WORKERS && !process.env.BENCH_OPERATOR_MAIN && NODE_ARGS.length === 0;
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const operatorMain = process.env.BENCH_OPERATOR_MAIN ?? join(root, "dist/cli/main.js");
+if (!existsSync(join(root, "dist/operator/cluster.js"))) throw new Error("run `make build` first (the operator process runs dist/)");
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const log = (m: string) => process.stderr.write(`[cluster bench] ${m}\n`);
+const f1 = (x: number) => x.toFixed(1);
+const int = (x: number) => Math.round(x).toLocaleString("en");
+const sorted = (xs: number[]) => xs.slice().sort((a, b) => a - b);
+/** Nearest-rank percentile. */
+const pct = (xs: number[], p: number) => { const s = sorted(xs); return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN; };
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+
+/** Source files newer than the dist/ the operator process runs: measured code may be stale. */
+function staleDist(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith(".ts")) {
+        const js = join(root, "dist", relative(root, p)).replace(/\.ts$/, ".js");
+        if (!existsSync(js) || statSync(js).mtimeMs < statSync(p).mtimeMs) out.push(relative(root, p));
+      }
+    }
+  };
+  for (const d of ["core", "adapters", "operator", "api-server", "cli"]) walk(join(root, d));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings
+
+function statusKb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch { return 0; }
+}
+
+const CLK_TCK = 100;
+/** utime + stime of a process, seconds. */
+function cpuSeconds(pid: number): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch { return 0; }
+}
+
+/** Descendant processes of this one by command name (etcd, kube-apiserver, minio, node…). */
+function descendants(): Map<string, number[]> {
+  const parent = new Map<number, number>();
+  const comm = new Map<number, string>();
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const s = readFileSync(`/proc/${e}/stat`, "utf8");
+      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+      parent.set(Number(e), Number(f[1]));
+      comm.set(Number(e), s.slice(s.indexOf("(") + 1, s.lastIndexOf(")")));
+    } catch { /* gone */ }
+  }
+  const out = new Map<string, number[]>();
+  for (const [pid, name] of comm) {
+    let p = parent.get(pid);
+    for (let depth = 0; p !== undefined && p > 1 && depth < 10; depth++) {
+      if (p === process.pid) { out.set(name, [...(out.get(name) ?? []), pid]); break; }
+      p = parent.get(p);
+    }
+  }
+  return out;
+}
+
+/** CPU seconds used so far by this process and by each of its descendants, grouped by name. */
+function cpuSnapshot(operatorPid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [name, pids] of descendants()) {
+    for (const pid of pids) {
+      const key = pid === operatorPid ? "operator" : name;
+      out.set(key, (out.get(key) ?? 0) + cpuSeconds(pid));
+    }
+  }
+  const u = process.cpuUsage();
+  out.set("bench", (u.user + u.system) / 1e6);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator process
+
+interface OperatorProc {
+  child: ChildProcess; pid: number; port: number;
+  /** Lines the operator logged, by kind ("reconcile … failed", "informer: …", other), with a first example. */
+  logged: Map<string, { n: number; first: string }>;
+  tail(): string; exit(): string | undefined; stop(): Promise<void>;
+}
+
+async function startOperatorProcess(env: TestEnv): Promise<OperatorProc> {
+  const [port] = await freePorts(1) as [number];
+  const node = [...NODE_ARGS, ...(PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : []), operatorMain, "operator"];
+  // Linux: setpriv makes the operator die with this process even on SIGKILL (it execs: same pid).
+  const [cmd, args] = existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", process.execPath, ...node]] : [process.execPath, node];
+  const child = spawn(cmd, args, {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp",
+      ...env.env, KUBECONFIG: env.kubeconfigPath,
+      OPERON_MODE: "cluster", OPERON_NAMESPACE: NS, OPERON_POD_NAME: "bench-operator", PORT: String(port), HOST: "127.0.0.1",
+      OPERON_ORG_CONCURRENCY: String(LIMIT), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+      ...(WORKERS ? { OPERON_OPERATOR_WORKERS: WORKERS } : {}),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let partial = "";
+  const logged = new Map<string, { n: number; first: string }>();
+  const keep = (d: Buffer) => {
+    const text = d.toString();
+    out = (out + text).slice(-20_000);
+    if (DUMP_DIR) appendFileSync(join(DUMP_DIR, "operator.log"), text);
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const kind = /^reconcile \S+ failed/.test(line) ? "reconcile failed" : /^informer:/.test(line) ? "informer error" : /^leader election:/.test(line) ? "leader election error" : "other";
+      const k = logged.get(kind);
+      if (k) k.n++; else logged.set(kind, { n: 1, first: line.slice(0, 300) });
+    }
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  let exited: string | undefined;
+  const exitP = new Promise<void>((r) => child.on("exit", (code, sig) => { exited = sig ? `signal ${sig}` : `code ${code}`; r(); }));
+  const kill = () => { if (!exited) child.kill("SIGKILL"); };
+  process.on("exit", kill);
+  const p: OperatorProc = {
+    child, pid: child.pid ?? 0, port, logged,
+    tail: () => out.trimEnd().split("\n").slice(-15).join("\n"),
+    exit: () => exited,
+    async stop() {
+      if (!exited) {
+        child.kill("SIGTERM");
+        const ok = await Promise.race([exitP.then(() => true), sleep(15_000).then(() => false)]);
+        if (!ok) { child.kill("SIGKILL"); await exitP; }
+      }
+      process.off("exit", kill);
+    },
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited) throw new Error(`the operator exited (${exited}) before leading:\n${p.tail()}`);
+    try { if ((await metric(p, "operon_operator_leader")) === 1) return p; } catch { /* not listening yet */ }
+    if (Date.now() > deadline) { await p.stop(); throw new Error(`the operator did not take the Lease within 60 s:\n${p.tail()}`); }
+    await sleep(100);
+  }
+}
+
+async function metric(p: OperatorProc, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${p.port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+  if (!m) throw new Error(`no ${name} in the operator's /metrics`);
+  return Number(m[1]);
+}
+
+/** The apiserver's request counters, by verb and resource[/subresource] (all clients). */
+interface ApiCounts { n: Map<string, number>; errors: Map<string, number>; seconds: Map<string, number> }
+async function apiserverCounts(env: TestEnv): Promise<ApiCounts> {
+  const r = await env.kubectl(["get", "--raw", "/metrics"]);
+  if (r.code !== 0) throw new Error(`kubectl get --raw /metrics: ${r.stderr.trim()}`);
+  const out: ApiCounts = { n: new Map(), errors: new Map(), seconds: new Map() };
+  const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
+  for (const line of r.stdout.split("\n")) {
+    const m = /^(apiserver_request_total|apiserver_request_duration_seconds_sum)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const l = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (!["jobs", "pipelineruns", "leases", "events"].includes(l.resource ?? "")) continue;
+    const key = `${l.verb} ${l.resource}${l.subresource ? `/${l.subresource}` : ""}`;
+    const v = Number(m[3]);
+    if (m[1] === "apiserver_request_total") { add(out.n, key, v); if (!/^2/.test(l.code ?? "")) add(out.errors, `${key} ${l.code}`, v); }
+    else add(out.seconds, key, v);
+  }
+  return out;
+}
+
+/** Counts an ObjectStore's calls by method (the bench's own wrapper; the store is unchanged). */
+function counted(store: ObjectStore): { store: ObjectStore; calls: Map<string, number> } {
+  const calls = new Map<string, number>();
+  const wrapped = new Proxy(store, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof v !== "function") return v;
+      return (...args: unknown[]) => { calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1); return (v as (...a: unknown[]) => unknown).apply(target, args); };
+    },
+  });
+  return { store: wrapped, calls };
+}
+
+/** Top self-time functions and files of a .cpuprofile (V8's format). */
+function summarizeProfile(file: string): string {
+  interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
+  const prof = JSON.parse(readFileSync(file, "utf8")) as { nodes: Node[]; startTime: number; endTime: number; samples: number[] };
+  const perSample = (prof.endTime - prof.startTime) / 1000 / Math.max(1, prof.samples.length);
+  const byFn = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  let total = 0;
+  for (const n of prof.nodes) {
+    const hits = n.hitCount ?? 0;
+    if (!hits) continue;
+    const url = n.callFrame.url.replace(/^file:\/\//, "").replace(root, "");
+    const file = url.includes("node_modules/") ? `node_modules/${url.split("node_modules/")[1]?.split("/").slice(0, url.includes("node_modules/@") ? 2 : 1).join("/") ?? "?"}` : url || "(native)";
+    const fn = `${n.callFrame.functionName || "(anonymous)"} ${url ? `${url}:${n.callFrame.lineNumber + 1}` : ""}`.trim();
+    if (n.callFrame.functionName === "(idle)") continue;
+    byFn.set(fn, (byFn.get(fn) ?? 0) + hits * perSample);
+    byFile.set(file, (byFile.get(file) ?? 0) + hits * perSample);
+    total += hits * perSample;
+  }
+  const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `  ${f1(v).padStart(8)} ms  ${f1((100 * v) / total).padStart(5)} %  ${k}`).join("\n");
+  return `operator CPU profile ${file}: ${f1(total / 1000)} s busy\nby file / package:\n${top(byFile, 15)}\nby function (self time):\n${top(byFn, 25)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workload
+
+const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` } });
+const dag: PipelineSpec = {
+  id: "bench-dag",
+  inputs: [{ name: "bam", type: "file" }],
+  steps: [
+    step("a", "${bam}"),
+    step("b", "${a.outputFile}", ["a"]),
+    step("c", "${a.outputFile}", ["a"]),
+    step("d", "${b.outputFile}", ["b", "c"]),
+    step("e", "${d.outputFile}", ["d"]),
+  ],
+} as PipelineSpec;
+const STEPS = dag.steps.length;
+
+type Job = Parameters<typeof completeJob>[2];
+
+/**
+ * The control plane's own ceiling: the same Jobs created and completed by a direct client,
+ * `lanes` at a time, no operator. Returns the wall time and the writes sent.
+ */
+async function baseline(env: TestEnv, config: Config, store: ObjectStore, ns: string): Promise<{ ms: number; writes: number; jobs: number }> {
+  await env.createNamespace(ns);
+  const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: ns });
+  try {
+    const samtools = defaultCatalogue.get("samtools");
+    if (!samtools) throw new Error("no samtools in the catalogue");
+    const jobs: Job[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const org = ORGS[r % ORGS.length] as string;
+      const runId = `run-${ulid(Date.now(), randomBytes(10))}`;
+      const workspaceRoot = `orgs/${org}/workspaces/ws1/`;
+      const folder = `pipelines/baseline-${ns}-${r}`;
+      for (const s of dag.steps) {
+        const parent = s.dependsOn?.[0];
+        const params = { ...s.parameters, inputFile: parent ? `${folder}/${parent}.tsv` : "in.bam" };
+        const built = buildInvocation(samtools, params, { runtime: "container" });
+        if (!built.ok) throw new Error(`baseline invocation: ${JSON.stringify(built.errors)}`);
+        jobs.push(buildJob({ runId, organization: org, stepId: s.stepId, attempt: 1, toolName: "samtools", invocation: built.invocation, workspaceRoot, runRoot: `${workspaceRoot}${folder}/`, timeoutMs: stepTimeoutMs(s) }, {
+          namespace: ns, toolImage: samtools.image, image: config.OPERON_IMAGE, storageEnv: stepStorageEnv(config),
+          ttlSecondsAfterFinished: config.OPERON_JOB_TTL_SECONDS, createdBy: "bench-baseline",
+        }) as Job);
+      }
+    }
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: BASELINE_LANES }, async () => {
+      while (next < jobs.length) {
+        const job = jobs[next++] as Job;
+        const created = await client.request<Job>("POST", paths.jobs(ns), { body: job });
+        await completeJob(client, ns, created, store);
+      }
+    }));
+    return { ms: performance.now() - t0, writes: client.writes(), jobs: jobs.length };
+  } finally {
+    client.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const stops: Array<[string, () => Promise<void> | void]> = [];
+let failed = false;
+const benchStart = performance.now();
+try {
+  const stale = staleDist();
+  if (stale.length) log(`warning: dist/ is older than ${stale.length} source file(s) (${stale.slice(0, 3).join(", ")}${stale.length > 3 ? ", …" : ""}): run \`make build\` to measure the current code`);
+  for (const d of [PROF_DIR, DUMP_DIR]) if (d) mkdirSync(d, { recursive: true });
+  log("starting etcd, kube-apiserver and MinIO");
+  const env = await startTestEnv();
+  stops.push(["test environment", () => env.stop()]);
+  await env.createNamespace(NS);
+  const c = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: NS, PORT: "0" });
+  if (!c.ok) throw new Error(c.message);
+  const config = c.config;
+  const store = await createStore(config, "");
+  for (const org of [...ORGS, "warmup"]) await store.put(`orgs/${org}/workspaces/ws1/in.bam`, "bam");
+
+  // ---- Baseline before.
+  log(`baseline 1: ${int(RUNS * STEPS)} Jobs created and completed directly, ${BASELINE_LANES} at a time`);
+  const base1 = await baseline(env, config, store, "baseline-1");
+  log(`baseline 1: ${f1(base1.ms / 1000)} s`);
+
+  // ---- The operator, the api-server's engine, the simulator.
+  const simClient = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
+  stops.push(["simulator client", () => simClient.close()]);
+  const simErrors: string[] = [];
+  const sim = await startJobSimulator({ client: simClient, namespace: NS, store, onError: (e) => simErrors.push(e instanceof Error ? e.message : String(e)) });
+  stops.push(["simulator", () => sim.stop()]);
+  const apiLog: string[] = [];
+  const apiStore = counted(store);
+  const api = await createClusterEngine(config, apiStore.store, { kubeconfig: env.kubeconfigPath, log: (m) => apiLog.push(m) });
+  stops.push(["api-server engine", () => api.stop()]);
+  const op = await startOperatorProcess(env);
+  stops.push(["operator process", () => op.stop()]);
+  log(`operator pid ${op.pid} leads`);
+
+  // Every run's end, as this process's PipelineRun informer sees it.
+  const finished = new Map<string, RunRecord>();
+  const check = async (id: string) => {
+    if (finished.has(id)) return;
+    const r = await api.engine.runs.get(id);
+    if (r && TERMINAL.has(r.status) && !finished.has(id)) finished.set(id, r);
+  };
+  const unwatch = api.runs.watch((id) => { void check(id); });
+  stops.push(["run watch", unwatch]);
+  const submit = async (organization: string) => {
+    const r = await api.engine.submit({ organization, workspace: "ws1", keyId: "key_bench", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: dag });
+    if (!r.ok) throw new Error(`submit: ${r.message}`);
+    return r.run.id;
+  };
+  const waitFor = async (ids: string[], deadline: number, what: string, progress?: () => string) => {
+    let lastPoll = Date.now();
+    let lastProgress = Date.now();
+    while (ids.some((id) => !finished.has(id))) {
+      if (op.exit()) throw new Error(`the operator exited (${op.exit()}) during the bench:\n${op.tail()}`);
+      if (Date.now() > deadline) {
+        const done = ids.filter((id) => finished.has(id)).length;
+        throw new Error(`timed out waiting for ${what}: ${done}/${ids.length} runs finished, ${sim.seen.size} Jobs seen, ${sim.completedAt.size} completed by the simulator. ${await stateOf(ids)}\nOperator output (last lines):\n${op.tail()}`);
+      }
+      if (Date.now() - lastPoll > 5000) { lastPoll = Date.now(); await Promise.all(ids.filter((id) => !finished.has(id)).map(check)); }
+      if (progress && Date.now() - lastProgress > 10_000) { lastProgress = Date.now(); log(progress()); }
+      await sleep(50);
+    }
+  };
+
+  /** Where things stand, for a timeout: run and step phases, and what the operator did since the burst began. */
+  const since: { burst?: { writes: number; api: ApiCounts; cpu: number; at: number } } = {};
+  const stateOf = async (ids: string[]): Promise<string> => {
+    try {
+      const recs = (await Promise.all(ids.map((id) => api.engine.runs.get(id)))).filter((r) => r !== undefined);
+      const count = (xs: string[]) => [...xs.reduce((m, x) => m.set(x, (m.get(x) ?? 0) + 1), new Map<string, number>())].map(([k, n]) => `${n} ${k}`).join(", ");
+      let text = `Runs: ${count(recs.map((r) => r.status))}; steps: ${count(recs.flatMap((r) => r.steps.map((st) => st.status + (st.waitingReason ? ` (${st.waitingReason})` : ""))))}.`;
+      const burst = since.burst;
+      if (burst) {
+        const now = await apiserverCounts(env);
+        const reqs = [...now.n].map(([k, n]) => [k, n - (burst.api.n.get(k) ?? 0)] as const).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${int(n)}`).join(", ");
+        text += ` Since the submits began (${f1((Date.now() - burst.at) / 1000)} s): operator CPU ${f1(cpuSeconds(op.pid) - burst.cpu)} s, operator writes ${int((await metric(op, "operon_operator_api_writes")) - burst.writes)}; apiserver requests: ${reqs}.`;
+      }
+      return text;
+    } catch (e) {
+      return `(state unavailable: ${e instanceof Error ? e.message : String(e)})`;
+    }
+  };
+
+  // ---- (0) Warm-up, one run at a time (also the unloaded reference for dependent latency).
+  const warm: string[] = [];
+  for (let i = 0; i < WARMUP_RUNS; i++) {
+    const id = await submit("warmup");
+    warm.push(id);
+    await waitFor([id], Date.now() + 60_000, `warm-up run ${i + 1} (60 s)`);
+  }
+
+  // ---- (a) The burst.
+  await sleep(1000);
+  const idle0 = await metric(op, "operon_operator_api_writes");
+  await sleep(4000);
+  const writes0 = await metric(op, "operon_operator_api_writes");
+  const idleRate = (writes0 - idle0) / 4; // writes/s of an idle leader: Lease renewals
+  const apiWrites0 = api.client.writes();
+  const simWrites0 = simClient.writes();
+  const rssStartKb = statusKb(op.pid, "VmRSS");
+  let rssMaxKb = rssStartKb;
+  const sampler = setInterval(() => { rssMaxKb = Math.max(rssMaxKb, statusKb(op.pid, "VmRSS")); }, 200);
+  stops.push(["RSS sampler", () => clearInterval(sampler)]);
+  const api0 = await apiserverCounts(env);
+  const s3Calls0 = new Map(apiStore.calls);
+  const cpu0 = cpuSnapshot(op.pid);
+  const order = Array.from({ length: RUNS }, (_, i) => ORGS[i % ORGS.length] as string);
+  log(`submitting ${RUNS} runs × ${STEPS} steps over ${ORGS.length} organizations (limit ${LIMIT}) at once`);
+  const t0 = Date.now();
+  since.burst = { writes: writes0, api: api0, cpu: cpuSeconds(op.pid), at: t0 };
+  const ids = await Promise.all(order.map((org) => submit(org)));
+  const submitMs = Date.now() - t0;
+  const apiWrites = api.client.writes() - apiWrites0;
+  await waitFor(ids, t0 + TIMEOUT_S * 1000, `the drain (${TIMEOUT_S} s; BENCH_TIMEOUT_SECONDS raises the limit)`, () => `${Math.round((Date.now() - t0) / 1000)} s: ${ids.filter((id) => finished.has(id)).length}/${RUNS} runs done, ${sim.seen.size} Jobs seen, operator RSS ${int(statusKb(op.pid, "VmRSS") / 1024)} MB`);
+  const observedEnd = Date.now();
+  const writes1 = await metric(op, "operon_operator_api_writes");
+  const cpu1 = cpuSnapshot(op.pid);
+  clearInterval(sampler);
+  const rssEndKb = statusKb(op.pid, "VmRSS");
+  const hwmKb = statusKb(op.pid, "VmHWM");
+  rssMaxKb = Math.max(rssMaxKb, rssEndKb);
+  const simWrites = simClient.writes() - simWrites0;
+  const api1 = await apiserverCounts(env);
+  const s3Calls = [...apiStore.calls].map(([k, v]) => [k, v - (s3Calls0.get(k) ?? 0)] as const).filter(([, v]) => v > 0).map(([k, v]) => `${int(v)} ${k}`).join(", ");
+  const delta = (a: Map<string, number>, b: Map<string, number>) => new Map([...b].map(([k, v]) => [k, v - (a.get(k) ?? 0)] as [string, number]).filter(([, v]) => v > 0.0001).sort((x, y) => y[1] - x[1]));
+  const reqs = delta(api0.n, api1.n);
+  const reqErrors = delta(api0.errors, api1.errors);
+  const reqSeconds = delta(api0.seconds, api1.seconds);
+  const requestTable = [...reqs].map(([k, n]) => `${k} ${int(n)} (mean ${int((1000 * (reqSeconds.get(k) ?? 0)) / n)} ms)`).join(", ");
+
+  const runs = ids.map((id) => finished.get(id) as RunRecord);
+  const bad = runs.filter((r) => r.status !== "completed");
+  if (bad.length) throw new Error(`${bad.length} runs did not complete; first: ${bad[0]?.id} ${bad[0]?.status}: ${bad[0]?.error}`);
+  const drainMs = Math.max(...runs.map((r) => Date.parse(r.completedAt ?? ""))) - t0;
+  const perMin = RUNS / (drainMs / 60_000);
+  const opWrites = writes1 - writes0;
+  const leaseWrites = idleRate * ((observedEnd - t0) / 1000);
+
+  // (b) child first seen − latest parent Complete acknowledged.
+  const latencies = (runIds: string[]) => {
+    const out: number[] = [];
+    for (const runId of runIds) {
+      for (const s of dag.steps) {
+        if (!s.dependsOn?.length) continue;
+        const seen = sim.seen.get(jobName(runId, s.stepId, 1));
+        const parents = s.dependsOn.map((p) => sim.completedAt.get(jobName(runId, p, 1)));
+        if (seen === undefined || parents.some((x) => x === undefined)) throw new Error(`run ${runId} step ${s.stepId}: Job or parent Job not seen by the simulator`);
+        out.push(seen - Math.max(...(parents as number[])));
+      }
+    }
+    return out;
+  };
+  const dep = latencies(ids);
+  if (DUMP_DIR) {
+    const raw = runs.map((r) => ({
+      id: r.id, org: r.organization, createdAt: Date.parse(r.createdAt), completedAt: Date.parse(r.completedAt ?? ""),
+      steps: Object.fromEntries(dag.steps.map((st) => { const j = jobName(r.id, st.stepId, 1); return [st.stepId, { seen: sim.seen.get(j), completed: sim.completedAt.get(j) }]; })),
+    }));
+    writeFileSync(join(DUMP_DIR, "runs.json"), JSON.stringify({ t0, submitMs, runs: raw }));
+  }
+  const depWarm = latencies(warm);
+
+  // Every step ran once: one Job per step, attempt 1.
+  const jobList = await simClient.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: "operon.dev/run" } });
+  const burstJobs = jobList.items.filter((j) => ids.includes(j.metadata.annotations?.["operon.dev/run-id"] ?? ""));
+  const retried = burstJobs.filter((j) => j.metadata.annotations?.["operon.dev/attempt"] !== "1").length;
+  const maxActive = Math.max(...[...sim.maxActivePerOrg].filter(([o]) => ORGS.includes(o)).map(([, n]) => n));
+  const maxActiveWarm = sim.maxActivePerOrg.get("warmup") ?? 0;
+  const cpuDelta = (k: string) => (cpu1.get(k) ?? 0) - (cpu0.get(k) ?? 0);
+  const cpuTotal = [...new Set([...cpu0.keys(), ...cpu1.keys()])].reduce((a, k) => a + Math.max(0, cpuDelta(k)), 0);
+
+  // ---- Stop the operator (profile written on exit), then the baseline after.
+  await op.stop();
+  let profile = "";
+  if (PROF_DIR) {
+    const files = readdirSync(PROF_DIR).filter((f) => f.endsWith(".cpuprofile")).map((f) => join(PROF_DIR, f)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+    profile = files[0] ? summarizeProfile(files[0]) : "(no .cpuprofile written)";
+  }
+  await sim.stop();
+  log(`baseline 2: ${int(RUNS * STEPS)} Jobs created and completed directly, ${BASELINE_LANES} at a time`);
+  const base2 = await baseline(env, config, store, "baseline-2");
+  const basePerMin = [base1, base2].map((b) => RUNS / (b.ms / 60_000));
+  const baseMean = (basePerMin[0] as number + (basePerMin[1] as number)) / 2;
+
+  const totalS = (performance.now() - benchStart) / 1000;
+  const cores = cpus().length;
+  const section = `<!-- cluster:start -->
+## Cluster mode: the operator against a real control plane (\`bench/cluster.bench.ts\`)
+
+Measured ${new Date().toISOString().slice(0, 10)} on ${cores} × ${cpus()[0]?.model ?? "CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.versions.node}: etcd + kube-apiserver ${K8S_VERSION} + MinIO on loopback (test/support/k8s-env.ts), the operator as its own process (\`node dist/cli/main.js operator\`, leader election on, ${WORKERS ?? 8} workers), the api-server's cluster engine and the Job simulator in the bench process; everything shares the ${cores} cores. Whole bench ${f1(totalS)} s.
+
+| measure | result | baseline (same run) |
+|---|---|---|
+| (a) drain: ${RUNS} runs × ${STEPS}-step DAG a → (b, c) → d → e over ${ORGS.length} organizations (org limit ${LIMIT}), submitted at once (submits returned after ${f1(submitMs / 1000)} s); first submit → last run completedAt | **${f1(drainMs / 1000)} s, ${int(perMin)} runs/min** (target ≥ 300) | the control plane itself: ${int(RUNS * STEPS)} Jobs created + completed directly, ${BASELINE_LANES} at a time: ${f1(base1.ms / 1000)} s before, ${f1(base2.ms / 1000)} s after (${int(basePerMin[0] as number)} / ${int(basePerMin[1] as number)} runs/min equivalent); **operator at ${(perMin / baseMean).toFixed(2)} of it** |
+| (b) dependent-step latency: child Job first seen by the simulator − latest parent's Complete acknowledged, ${int(dep.length)} pairs | p50 ${int(pct(dep, 50))} ms, **p99 ${int(pct(dep, 99))} ms** (target ≤ 1,000 ms), max ${int(Math.max(...dep))} ms | unloaded (${WARMUP_RUNS} runs one at a time): p50 ${int(pct(depWarm, 50))} ms, p99 ${int(pct(depWarm, 99))} ms |
+| (c) Kubernetes API writes by the operator (its \`operon_operator_api_writes\`) | **${f1(opWrites / (RUNS * STEPS))} per step** (target ≤ 15), ${f1(opWrites / RUNS)} per run, ${int(opWrites)} in all (≈ ${int(leaseWrites)} of them Lease renewals, ${f1(idleRate)}/s when idle) | direct client: ${f1(base1.writes / base1.jobs)} per step (create + status patch); api-server side: ${f1(apiWrites / RUNS)} per run (PipelineRun create; its S3 calls for the ${RUNS} submits: ${s3Calls}); simulator: ${f1(simWrites / (RUNS * STEPS))} per step |
+| (d) operator RSS | **peak ${int(hwmKb / 1024)} MB** (VmHWM; sampled VmRSS max ${int(rssMaxKb / 1024)} MB), ${int(rssStartKb / 1024)} MB before the burst, ${int(rssEndKb / 1024)} MB at the end | — |
+| (e) most Jobs active per organization, as the simulator saw them | **${maxActive}** (must be ≤ ${LIMIT}; per org ${ORGS.map((o) => sim.maxActivePerOrg.get(o) ?? 0).join(", ")}) | — |
+| Kubernetes API requests during the drain, all clients (apiserver's \`apiserver_request_total\`, mean server-side latency) | ${requestTable}${reqErrors.size ? `; not 2xx: ${[...reqErrors].map(([k, v]) => `${k} × ${int(v)}`).join(", ")}` : ""} | — |
+| operator log during the bench | ${[...op.logged].filter(([k]) => k !== "other").map(([k, v]) => `${v.n} × ${k} (first: \`${v.first.replace(/[|`]/g, "")}\`)`).join("; ") || "no errors"} | — |
+| CPU seconds during the drain (of ${f1((cores * drainMs) / 1000)} available) | operator ${f1(cpuDelta("operator"))}, kube-apiserver ${f1(cpuDelta("kube-apiserver"))}, etcd ${f1(cpuDelta("etcd"))}, MinIO ${f1(cpuDelta("minio"))}, bench process (submits, simulator, run watch) ${f1(cpuDelta("bench"))}; all ${f1(cpuTotal)} | — |
+
+How measured: the simulator completes each step Job as soon as its watch shows it (output upload to MinIO, then a Complete status patch), so a step takes only the control plane's and the operator's time. A run's completedAt is the operator's (ms); (b) uses the simulator's clock at both ends, so it covers the completion reaching the operator's watch, its work queue, the reconcile (outputs read from MinIO, plan, admission under the org limit, Job create) and the new Job reaching the simulator's watch. (c) counts the operator's writes from just before the first submit to the last run seen completed (Jobs, PipelineRun status, Events, the Lease). The baseline creates the same Jobs (core/jobs.ts buildJob, same template) and completes them like the simulator, ${BASELINE_LANES} at a time (${ORGS.length} orgs × limit ${LIMIT}, the most the operator may run at once), with no operator and no PipelineRuns, before and after (a); ${int(RUNS * STEPS)} Jobs ÷ ${STEPS} steps gives its runs/min. Every client uses the admin token (system:masters, exempt from API Priority and Fairness): nothing is throttled. ${int(burstJobs.length)} Jobs for ${int(RUNS * STEPS)} steps, ${retried} retried.${simErrors.length ? ` Simulator errors: ${simErrors.length} (first: ${simErrors[0]}).` : ""}${maxActiveWarm > LIMIT ? ` Warm-up org exceeded the limit: ${maxActiveWarm}.` : ""}
+<!-- cluster:end -->`;
+  process.stdout.write(section + "\n");
+  if (profile) process.stdout.write(profile + "\n");
+  if (DEFAULT_SIZES) {
+    const path = new URL("./RESULTS.md", import.meta.url);
+    const current = readFileSync(path, "utf8");
+    writeFileSync(path, /<!-- cluster:start -->[\s\S]*<!-- cluster:end -->/.test(current)
+      ? current.replace(/<!-- cluster:start -->[\s\S]*<!-- cluster:end -->/, () => section)
+      : current.trimEnd() + "\n\n" + section + "\n");
+  } else {
+    log("not the default set-up (BENCH_RUNS, BENCH_CPU_PROF_DIR, BENCH_DUMP_DIR, OPERON_OPERATOR_WORKERS, BENCH_OPERATOR_MAIN or BENCH_OPERATOR_NODE_ARGS set): bench/RESULTS.md left as it is");
+  }
+  if (maxActive > LIMIT || maxActiveWarm > LIMIT) {
+    failed = true;
+    log(`FAILED: an organization had ${Math.max(maxActive, maxActiveWarm)} Jobs active at once (limit ${LIMIT})`);
+  }
+} catch (e) {
+  failed = true;
+  log(`FAILED: ${e instanceof Error ? e.message : String(e)}`);
+} finally {
+  for (const [what, stop] of stops.reverse()) {
+    try { await stop(); } catch (e) { log(`stopping the ${what}: ${e instanceof Error ? e.message : String(e)}`); }
+  }
+}
+process.exit(failed ? 1 : 0);
