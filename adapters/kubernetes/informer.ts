@@ -58,7 +58,6 @@ export class Informer<T extends KubeObject> {
   private stopped = false;
   private abort: AbortController | undefined;
   private synced!: Promise<void>;
-  private loop: Promise<void> | undefined;
   /** How often the cache was rebuilt by a list (the first one included). */
   relists = 0;
 
@@ -69,7 +68,7 @@ export class Informer<T extends KubeObject> {
     let resolveSynced!: () => void;
     let rejectSynced!: (e: unknown) => void;
     this.synced = new Promise<void>((res, rej) => { resolveSynced = res; rejectSynced = rej; });
-    this.loop = (async () => {
+    void (async () => {
       let failures = 0;
       let first = true;
       while (!this.stopped) {
@@ -100,9 +99,6 @@ export class Informer<T extends KubeObject> {
     this.stopped = true;
     this.abort?.abort();
   }
-
-  /** Waits for the loop to end after stop(). */
-  async done(): Promise<void> { await this.loop; }
 
   get(name: string): T | undefined { return this.cache.get(name); }
   list(): T[] { return [...this.cache.values()]; }

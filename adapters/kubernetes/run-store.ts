@@ -21,7 +21,6 @@ export interface KubeRunStore extends RunStore {
   stop(): void;
   /** The resource's uid, for owner references of its Jobs. */
   uidOf(runId: string): string | undefined;
-  informer: Informer<PR>;
 }
 
 export interface KubeRunStoreOptions {
@@ -40,7 +39,7 @@ export interface KubeRunStoreOptions {
 }
 
 /** JSON with object keys sorted: the API server returns fields in its own order. */
-export function canonicalJson(v: unknown): string {
+function canonicalJson(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
 }
 
@@ -113,7 +112,6 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   }
 
   return {
-    informer,
     start: () => informer.start(),
     stop: () => informer.stop(),
     uidOf: (id) => informer.get(id)?.metadata.uid,
