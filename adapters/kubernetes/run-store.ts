@@ -10,6 +10,7 @@ import { conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineR
 import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
 import { Informer, type KubeObject } from "./informer.js";
+import { keyedSerializer } from "../serial.js";
 
 type PR = PipelineRunResource & KubeObject;
 
@@ -49,21 +50,14 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   const base = paths.pipelineRuns(namespace);
   const events = new EventEmitter();
   events.setMaxListeners(100);
+  /** Operations on one run are serialized in this process. */
+  const serial = keyedSerializer();
   const informer = new Informer<PR>({
     client, path: base,
     onChange: (obj) => events.emit("change", obj.metadata.name),
     ...(opts.onError ? { onError: opts.onError } : {}),
     ...(opts.quietMs ? { quietMs: opts.quietMs } : {}),
   });
-  /** Updates of one run in this process are serialized (conflicts with others are retried). */
-  const chains = new Map<string, Promise<unknown>>();
-  function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = chains.get(id) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(fn);
-    chains.set(id, next);
-    void next.finally(() => { if (chains.get(id) === next) chains.delete(id); }).catch(() => undefined);
-    return next;
-  }
 
   async function fetch(id: string): Promise<PR | undefined> {
     try {

@@ -8,13 +8,15 @@ import { EventEmitter } from "node:events";
 import { mkdir, readFile, readdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RunRecord, RunStore } from "../../core/ports.js";
+import { keyedSerializer } from "../serial.js";
 
 export function createLocalRunStore(dataDir: string): RunStore {
   const dir = join(dataDir, "runs");
   const tmp = join(dataDir, "tmp");
   const events = new EventEmitter();
   events.setMaxListeners(100);
-  const chains = new Map<string, Promise<unknown>>();
+  /** Operations on one run are serialized in this process. */
+  const serial = keyedSerializer();
   const fileOf = (id: string) => {
     if (!/^run-[0-9a-z]{26}$/.test(id)) throw new Error(`not a run id: ${id}`);
     return join(dir, `${id}.json`);
@@ -30,15 +32,6 @@ export function createLocalRunStore(dataDir: string): RunStore {
 
   async function read(id: string): Promise<RunRecord | undefined> {
     try { return JSON.parse(await readFile(fileOf(id), "utf8")) as RunRecord; } catch { return undefined; }
-  }
-
-  /** Runs `fn` after every earlier operation on the same run. */
-  function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = chains.get(id) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(fn);
-    chains.set(id, next);
-    void next.finally(() => { if (chains.get(id) === next) chains.delete(id); }).catch(() => undefined);
-    return next;
   }
 
   return {

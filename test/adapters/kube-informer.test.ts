@@ -12,21 +12,12 @@ import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { LeaderElector } from "../../adapters/kubernetes/leader.js";
 import { startTestEnv } from "../support/k8s-env.js";
+import { sleep, until } from "../support/wait.js";
 
 const env = await startTestEnv({ minio: false });
 t.teardown(() => env.stop());
 const NS = "inf";
 await env.createNamespace(NS);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** A TCP proxy to the API server whose live connections can be cut or frozen. */
 const target = new URL(env.server);

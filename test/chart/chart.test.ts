@@ -26,6 +26,8 @@ import { createStore } from "../../api-server/server.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { startJobSimulator } from "../support/job-sim.js";
 import { startTestEnv, type KubectlResult } from "../support/k8s-env.js";
+import { until } from "../support/wait.js";
+import { freePorts } from "../support/minio.js";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const chartDir = join(repo, "charts", "operon");
@@ -106,16 +108,6 @@ const mainContainer = (d: Deployment): Container => {
   return c;
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** A warning from the API server as kubectl prints it (PodSecurity's `would violate …` among them). */
 const WARNING = /Warning:|would violate PodSecurity/i;
@@ -415,13 +407,6 @@ async function portFree(port: number, host: string): Promise<boolean> {
     s.listen(port, host, () => s.close(() => resolve(true)));
   });
 }
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 async function readSecret(name: string): Promise<Record<string, string>> {
   const secret = JSON.parse(await kubectlOk(["get", "secret", name, "-n", NS, "-o", "json"])) as { data?: Record<string, string> };
@@ -500,7 +485,7 @@ async function runDeployment(d: Deployment, podName: string): Promise<{ proc: Pr
   const renderedPort = await portFree(Number(podEnv.PORT), podEnv.HOST ?? "0.0.0.0");
   if (!renderedPort) {
     childEnv.HOST = "127.0.0.1";
-    childEnv.PORT = String(await freePort());
+    childEnv.PORT = String((await freePorts(1))[0] as number);
   }
   const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", ...(container.args ?? [])], { cwd: repo, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";

@@ -20,6 +20,7 @@ import { createKubeClient, paths, type KubeClient } from "../../adapters/kuberne
 import type { JobObject } from "../../core/jobs.js";
 import { completeJob, failJob, startJobSimulator } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
+import { sleep, until } from "../support/wait.js";
 
 const NS = "operon";
 const env = await startTestEnv();
@@ -56,16 +57,6 @@ async function org(name: string): Promise<Record<string, string>> {
   return { authorization: `Bearer ${keys.get(name)}` };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 type Job = JobObject & { metadata: { name: string } };
 async function jobsOf(runId: string): Promise<Job[]> {

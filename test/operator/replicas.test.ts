@@ -6,7 +6,6 @@
  */
 import t from "tap";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { parseConfig } from "../../core/config.js";
 import type { JobObject } from "../../core/jobs.js";
@@ -15,29 +14,14 @@ import { createClusterEngine } from "../../operator/cluster.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { completeJob, startJobSimulator } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
+import { sleep, until } from "../support/wait.js";
+import { freePorts } from "../support/minio.js";
 
 const env = await startTestEnv();
 t.teardown(() => env.stop());
 const repo = fileURLToPath(new URL("../../", import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 interface Proc { child: ChildProcess; identity: string; port: number; output: () => string; exited: Promise<number | null> }
 const procs: Proc[] = [];
@@ -45,7 +29,7 @@ t.teardown(() => { for (const p of procs) p.child.kill("SIGKILL"); });
 
 /** `operon operator` as a separate process, with the environment a Deployment would give it. */
 async function operatorProcess(namespace: string, identity: string): Promise<Proc> {
-  const port = await freePort();
+  const port = (await freePorts(1))[0] as number;
   const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "operator"], {
     cwd: repo,
     env: {
