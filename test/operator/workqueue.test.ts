@@ -38,7 +38,13 @@ class FakeClock implements QueueClock {
 }
 
 /** Lets every pending promise chain run (one macrotask turn; no timers are involved). */
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * A few event-loop turns: enough for pending microtasks and for a worker parked on its
+ * YIELD_EVERY_MS setImmediate (a slow or busy machine) to carry on.
+ */
+const flush = async () => {
+  for (let i = 0; i < 4; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+};
 
 /** Tracks whether a promise has settled, and with what. */
 function track<T>(p: Promise<T>): { settled: boolean; value: T | undefined } {
@@ -423,11 +429,16 @@ t.test("shutDown: a key added (accepted) while processing, before shutDown, is s
 // runWorkers
 // ---------------------------------------------------------------------------------------------
 
-/** Waits (in microtask turns, no sleeping) until the queue has nothing waiting or processing. */
+/**
+ * Waits (no sleeping) until the queue has nothing waiting or processing: mostly microtask
+ * turns, with an event-loop turn every 1,000 of them, because workers that have run for
+ * YIELD_EVERY_MS of wall time (a slow or busy machine) park on setImmediate until I/O has run.
+ */
 async function idle(q: WorkQueue<string>): Promise<void> {
   for (let i = 0; i < 100_000; i++) {
     if (q.length === 0 && q.processingCount === 0) return;
-    await Promise.resolve();
+    if (i % 1000 === 999) await new Promise<void>((resolve) => setImmediate(resolve));
+    else await Promise.resolve();
   }
   throw new Error(`queue never became idle: length ${q.length}, processing ${q.processingCount}`);
 }
