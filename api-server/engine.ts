@@ -4,6 +4,7 @@
  * loop (reconciler + controller) wired to a run store and an executor. Embedded mode wires
  * the local adapters; cluster mode will wire the Kubernetes ones to the same code.
  */
+import { Histogram, Registry } from "prom-client";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -28,6 +29,8 @@ export interface Engine {
   cancel(run: RunRecord): Promise<RunRecord>;
   /** One reconcile of one run (what the controller's workers call). */
   reconcile(runId: string): Promise<{ requeueAfterMs?: number }>;
+  /** The engine's own Prometheus metrics (served by the api-server's and the operator's /metrics). */
+  metrics: Registry;
   stop(): Promise<void>;
 }
 
@@ -72,10 +75,22 @@ export interface EngineDeps {
   controller?: boolean;
 }
 
+/** Buckets of operon_step_start_latency_seconds: fine below a second, where the targets are. */
+export const STEP_START_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30, 60, 300];
+
 export function createEngine(deps: EngineDeps): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
   const tools = deps.tools ?? defaultCatalogue;
-  const reconcile = createReconciler({ runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools });
+  const metrics = new Registry();
+  const stepStart = new Histogram({
+    name: "operon_step_start_latency_seconds",
+    help: "From a step becoming ready (its last parent seen ended, or its run created) to its start; slot=waited when it had to wait for an organization slot; step=first|dependent",
+    labelNames: ["slot", "step"], buckets: STEP_START_BUCKETS, registers: [metrics],
+  });
+  const reconcile = createReconciler({
+    runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools,
+    onStepStarted: (s) => stepStart.observe({ slot: s.waitedForSlot ? "waited" : "free", step: s.dependent ? "dependent" : "first" }, s.latencyMs / 1000),
+  });
   const controller = deps.controller === false ? undefined : startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
     waitingRuns: (org) => ledger.admittedRuns(org),
@@ -165,6 +180,7 @@ export function createEngine(deps: EngineDeps): Engine {
       return (await deps.runs.update(run.id, (r) => (r.cancelRequested || ["completed", "failed", "cancelled"].includes(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
     },
     reconcile,
+    metrics,
     stop: async () => { await controller?.stop(); },
   };
 }

@@ -200,6 +200,11 @@ export interface ObservedStepState {
   attempt: number;
   startedAt?: number;
   finishedAt?: number;
+  /**
+   * When this process first saw the step end, by its own clock (finishedAt may come from
+   * another machine, rounded to the second): where a dependent step's start latency begins.
+   */
+  endSeenAt?: number;
   exitCode?: number | null;
   message?: string;
   outputs?: StepOutput[];

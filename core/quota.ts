@@ -129,6 +129,13 @@ export class Ledger {
     return [...(this.orgs.get(org)?.demands.keys() ?? [])];
   }
 
+  /** Runs of every organization with ready steps not started yet (mostly: waiting for a slot). */
+  waitingRunCount(): number {
+    let n = 0;
+    for (const b of this.orgs.values()) n += b.demands.size;
+    return n;
+  }
+
   /** Marks `stepIds` of `runId` as taking a slot before they are created ("assume"). */
   assume(org: string, runId: string, stepIds: readonly string[]): void {
     if (stepIds.length === 0) return;

@@ -130,7 +130,10 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       const path = (req.url ?? "/").split("?")[0];
       if (path === "/healthz") { res.writeHead(200, { "content-type": "text/plain" }).end("ok"); return; }
       if (path === "/readyz") { res.writeHead(ready ? 200 : 503, { "content-type": "text/plain" }).end(ready ? "ok" : "starting"); return; }
-      if (path === "/metrics") { void registry.metrics().then((m) => res.writeHead(200, { "content-type": registry.contentType }).end(m)); return; }
+      if (path === "/metrics") {
+        void Promise.all([registry.metrics(), active?.engine.metrics.metrics() ?? ""]).then(([m, e]) => res.writeHead(200, { "content-type": registry.contentType }).end(m + e));
+        return;
+      }
       res.writeHead(404).end();
     });
     await new Promise<void>((resolve) => server?.listen(config.PORT, config.host, resolve));

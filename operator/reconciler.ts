@@ -26,6 +26,33 @@ export const KILL_RECHECK_MS = 1000;
  * nothing else wakes it (only the head of the queue is woken when a slot frees).
  */
 export const POSITION_REFRESH_MS = 5000;
+/**
+ * Position-only writes of all runs together are kept near this many per second: with more
+ * waiting runs than POSITION_WRITES_PER_SECOND × POSITION_REFRESH_MS / 1000, each run's
+ * refresh interval grows with their number (500 waiting runs: every 50 s), so a long queue
+ * does not load the API server with writes that only move positions.
+ */
+export const POSITION_WRITES_PER_SECOND = 10;
+
+/** How often a run's queue positions may be rewritten when `waitingRuns` runs wait in all. */
+export function positionRefreshMs(waitingRuns: number): number {
+  return Math.max(POSITION_REFRESH_MS, Math.ceil((waitingRuns * 1000) / POSITION_WRITES_PER_SECOND));
+}
+
+/**
+ * A step was started: how long after it became ready (its last parent seen ended, or the
+ * run created for a first step), and whether it waited for an organization slot meanwhile.
+ * For the operator's metrics; a restart forgets which steps waited.
+ */
+export interface StepStart {
+  organization: string;
+  runId: string;
+  stepId: string;
+  latencyMs: number;
+  waitedForSlot: boolean;
+  /** Whether it has parents (false: a first step, whose latency runs from its run's creation). */
+  dependent: boolean;
+}
 
 export interface ReconcilerDeps {
   runs: RunStore;
@@ -34,6 +61,7 @@ export interface ReconcilerDeps {
   ledger: Ledger;
   clock: Clock;
   tools?: ToolCatalogue;
+  onStepStarted?: (s: StepStart) => void;
 }
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
@@ -45,17 +73,34 @@ export function createReconciler(deps: ReconcilerDeps) {
   /** When each run's queue positions were last written (a cache of this process, not state). */
   const positionsWritten = new Map<string, number>();
   const withoutPositions = (r: RunRecord) => JSON.stringify({ ...r, steps: r.steps.map(({ queuePosition: _q, ...st }) => st) });
+  /** Steps seen waiting for a slot, by run (a cache of this process, for StepStart only). */
+  const waitedForSlot = new Map<string, Set<string>>();
 
   async function writeManifest(run: RunRecord): Promise<void> {
     const manifest = buildManifest(run, deps.clock.now());
     await deps.store.put(`${workspaceRootOf(run)}${run.outputFolder}/run.json`, JSON.stringify(manifest, null, 2), { contentType: "application/json" });
   }
 
+  /** Tells onStepStarted how long the step took from ready to started. */
+  function reportStart(run: RunRecord, seen: Map<string, ObservedStepState>, stepId: string): void {
+    if (!deps.onStepStarted) return;
+    const waited = waitedForSlot.get(run.id)?.delete(stepId) ?? false;
+    const step = run.spec.steps.find((s) => s.stepId === stepId);
+    let readyAt = Date.parse(run.createdAt);
+    for (const p of step?.dependsOn ?? []) {
+      const o = seen.get(p);
+      const end = o?.endSeenAt ?? o?.finishedAt;
+      if (end === undefined) return; // not known (e.g. seen before a restart): no figure
+      readyAt = Math.max(readyAt, end);
+    }
+    deps.onStepStarted({ organization: run.organization, runId: run.id, stepId, latencyMs: Math.max(0, deps.clock.now() - readyAt), waitedForSlot: waited, dependent: (step?.dependsOn?.length ?? 0) > 0 });
+  }
+
   return async function reconcile(runId: string): Promise<{ requeueAfterMs?: number }> {
     const run = await deps.runs.get(runId);
     // Deleted (e.g. `kubectl delete pipelinerun`): its steps no longer hold slots.
-    if (!run) { deps.ledger.forget(runId); positionsWritten.delete(runId); return {}; }
-    if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); return {}; }
+    if (!run) { deps.ledger.forget(runId); positionsWritten.delete(runId); waitedForSlot.delete(runId); return {}; }
+    if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); waitedForSlot.delete(run.id); return {}; }
     const now = deps.clock.now();
     // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not
     // match the schema, or whose spec does not validate) fails with the reason, once.
@@ -126,6 +171,7 @@ export function createReconciler(deps: ReconcilerDeps) {
       try {
         await deps.executor.submit(task);
         started.set(task.stepId, { command, argv: task.invocation.argv, attempt: task.attempt });
+        reportStart(run, seen, task.stepId);
       } catch (e) {
         for (const rest of toStart.slice(i)) deps.ledger.undo(run.organization, run.id, rest.task.stepId);
         throw e;
@@ -163,6 +209,9 @@ export function createReconciler(deps: ReconcilerDeps) {
       return next;
     });
     const terminal = TERMINAL.has(plan.status);
+    const slotWaits = plan.steps.filter((st) => st.status === "waiting").map((st) => st.stepId);
+    if (slotWaits.length) waitedForSlot.set(run.id, new Set([...(waitedForSlot.get(run.id) ?? []), ...slotWaits]));
+    const refreshMs = positionRefreshMs(deps.ledger.waitingRunCount());
     let positionsDeferredMs: number | undefined;
     const updated = await deps.runs.update(run.id, (r) => {
       const next: RunRecord = {
@@ -177,16 +226,16 @@ export function createReconciler(deps: ReconcilerDeps) {
       if (JSON.stringify(next) === JSON.stringify(r)) return undefined;
       if (withoutPositions(next) === withoutPositions(r)) {
         const since = now - (positionsWritten.get(r.id) ?? -Infinity);
-        if (since < POSITION_REFRESH_MS) { positionsDeferredMs = POSITION_REFRESH_MS - since; return undefined; }
+        if (since < refreshMs) { positionsDeferredMs = refreshMs - since; return undefined; }
       }
       positionsWritten.set(r.id, now);
       return next;
     });
     if (updated && ((run.startedAt === null && updated.startedAt !== null) || terminal)) await writeManifest(updated);
-    if (terminal) { deps.ledger.remove(run.organization, run.id); positionsWritten.delete(run.id); }
+    if (terminal) { deps.ledger.remove(run.organization, run.id); positionsWritten.delete(run.id); waitedForSlot.delete(run.id); }
     // After a kill, look again soon: level-triggered, a step still running is killed again.
     const waiting = plan.steps.some((st) => st.status === "waiting");
-    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity, positionsDeferredMs ?? (waiting ? POSITION_REFRESH_MS : Infinity));
+    const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity, positionsDeferredMs ?? (waiting ? refreshMs : Infinity));
     return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
   };
 }

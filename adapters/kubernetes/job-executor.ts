@@ -56,12 +56,17 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     if (present) { set.add(name); m.set(key, set); } else { set.delete(name); if (set.size === 0) m.delete(key); }
   };
   const jobOfPod = (p: KubeObject) => p.metadata.labels?.["job-name"] ?? p.metadata.labels?.["batch.kubernetes.io/job-name"];
+  /** When each ended Job was first seen ended (this process's clock; for latency metrics). */
+  const endSeen = new Map<string, number>();
   const jobs: Informer<Job> = new Informer<Job>({
     client, path: paths.jobs(namespace), labelSelector: selector,
     onChange: (j) => {
       const r = runOf(j);
       if (!r) return;
-      index(jobsByRun, r, j.metadata.name, jobs.get(j.metadata.name) !== undefined);
+      const present = jobs.get(j.metadata.name) !== undefined;
+      index(jobsByRun, r, j.metadata.name, present);
+      if (!present) endSeen.delete(j.metadata.name);
+      else if (!jobActive(j) && !endSeen.has(j.metadata.name)) endSeen.set(j.metadata.name, clock.now());
       events.emit("change", r);
     },
     ...common,
@@ -213,7 +218,8 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         const tool = tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
         const seen = observeJob(job, pod, tool?.image);
         // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
-        let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null };
+        const ended = endSeen.get(job.metadata.name);
+        let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null, ...(ended !== undefined && seen.state.phase !== "running" ? { endSeenAt: ended } : {}) };
         if (seen.stopNeeded) void stopJob(job, "failed", state.message).catch((e: unknown) => opts.onError?.(e));
         if (seen.completed) {
           const o = await readOutputs(job, pod);

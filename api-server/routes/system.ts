@@ -15,7 +15,8 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
   });
   app.get("/metrics", { config, schema: { hide: true } }, async (_req, reply) => {
     void reply.type(app.operon.metrics.registry.contentType);
-    return app.operon.metrics.registry.metrics();
+    const engine = app.operon.deps.engine;
+    return (await app.operon.metrics.registry.metrics()) + (engine ? await engine.metrics.metrics() : "");
   });
   app.get("/v1/openapi.json", { config, schema: { hide: true } }, async () => app.swagger());
 }

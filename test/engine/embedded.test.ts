@@ -79,6 +79,14 @@ t.test("bwa-align runs to completion with provenance", async (t) => {
     for (const o of s.outputFiles) t.equal(sha(await readStored(o.s3Key)), o.checksum, `${o.filename}: checksum matches the stored file`);
   }
 
+  const metrics = await a.app.inject({ method: "GET", url: "/metrics" });
+  t.equal(metrics.statusCode, 200);
+  const count = (step: string) => Number(new RegExp(`^operon_step_start_latency_seconds_count\\{slot="free",step="${step}"\\} (\\d+)$`, "m").exec(metrics.body)?.[1]);
+  t.equal(count("first") + count("dependent"), run.steps.length, "GET /metrics: each step's start latency counted once (operon_step_start_latency_seconds)");
+  const builtin = JSON.parse(readFileSync(new URL("../../pipelines/builtin/bwa-align.pipeline.json", import.meta.url), "utf8")) as { steps: Array<{ dependsOn?: string[] }> };
+  t.equal(count("first"), builtin.steps.filter((s) => !s.dependsOn?.length).length, "first steps apart from dependent ones");
+  t.match(metrics.body, /^operon_http_request_duration_seconds_bucket/m, "beside the api-server's own metrics");
+
   const log = await a.app.inject({ method: "GET", url: `/v1/pipelines/${res.json().data.id}/steps/align/logs`, headers: h });
   t.equal(log.statusCode, 200);
   t.match(log.body, /bwa|M::/, "the aligner's stderr is in the log");
