@@ -15,7 +15,14 @@
  *     minus the value before submitting) per run and per step; the api-server's (this
  *     process's engine client) and the simulator's counted separately.
  * (d) Operator RSS: VmHWM (peak) and VmRSS (sampled every 200 ms) from /proc/<pid>/status.
+ * (b′) The operator's own figure for the same pairs, from its operon_step_start_latency_seconds
+ *     histogram (parent's end reaching its watch → child Job created), split by whether the
+ *     child waited for an organization slot: the burst keeps every organization saturated,
+ *     so (b) is mostly queueing under the limit, not the operator's reaction time.
  * (e) Most Jobs active per organization as the simulator saw them (> 5 fails the bench).
+ * (f) Steady load at the target rate: 300 more runs submitted one by one, evenly spaced at
+ *     300 runs/min; dependent-step latency as in (b) and (b′), and how far behind the last
+ *     run finished (BENCH_STEADY_RUNS, BENCH_STEADY_RATE change it).
  * Baseline, same control plane, before and after (a): a direct client creates the same
  * 2,500 Jobs (core/jobs.ts buildJob, same template) and completes each exactly like the
  * simulator (output upload + status patch), 50 at a time (10 orgs × limit 5, the most Jobs
@@ -61,9 +68,11 @@ const WORKERS = process.env.OPERON_OPERATOR_WORKERS;
 const ORGS = Array.from({ length: 10 }, (_, i) => `org${i}`);
 const LIMIT = 5;
 const WARMUP_RUNS = 10;
+const STEADY_RUNS = Number(process.env.BENCH_STEADY_RUNS ?? 300);
+const STEADY_PER_MIN = Number(process.env.BENCH_STEADY_RATE ?? 300);
 const BASELINE_LANES = ORGS.length * LIMIT;
 const NS = "bench";
-const DEFAULT_SIZES = RUNS === 500 && !PROF_DIR && !DUMP_DIR && !WORKERS && !process.env.BENCH_OPERATOR_MAIN && NODE_ARGS.length === 0;
+const DEFAULT_SIZES = RUNS === 500 && STEADY_RUNS === 300 && STEADY_PER_MIN === 300 && !PROF_DIR && !DUMP_DIR && !WORKERS && !process.env.BENCH_OPERATOR_MAIN && NODE_ARGS.length === 0;
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const operatorMain = process.env.BENCH_OPERATOR_MAIN ?? join(root, "dist/cli/main.js");
@@ -227,6 +236,33 @@ async function metric(p: OperatorProc, name: string): Promise<number> {
   const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
   if (!m) throw new Error(`no ${name} in the operator's /metrics`);
   return Number(m[1]);
+}
+
+/** The operator's operon_step_start_latency_seconds series: "bucket|le|slot|step", "sum|slot|step", "count|slot|step" → value. */
+async function stepStartSeries(p: OperatorProc): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${p.port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const m = /^operon_step_start_latency_seconds_(bucket|sum|count)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    out.set([m[1], ...(m[1] === "bucket" ? [labels.le] : []), labels.slot, labels.step].join("|"), Number(m[3]));
+  }
+  return out;
+}
+
+/**
+ * One group (slot, step) of the histogram between two scrapes: how many, the share at or under
+ * 1 s, and p50/p99 as the bucket bounds they fall in ("≤ 0.5 s": a histogram has no exact
+ * percentiles).
+ */
+function stepStartGroup(before: Map<string, number>, after: Map<string, number>, slot: string, step: string) {
+  const d = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+  const n = d(`count|${slot}|${step}`);
+  const les = [...after.keys()].filter((k) => k.startsWith("bucket|") && k.endsWith(`|${slot}|${step}`)).map((k) => k.split("|")[1] as string).filter((le) => le !== "+Inf").map(Number).sort((a, b) => a - b);
+  const within = (le: number) => d(`bucket|${le}|${slot}|${step}`);
+  const bound = (q: number) => { const le = les.find((x) => within(x) >= q * n); return le === undefined ? `> ${les.at(-1)} s` : `≤ ${le} s`; };
+  return { n, underOne: n ? within(1) / n : NaN, p50: bound(0.5), p99: bound(0.99), meanS: n ? d(`sum|${slot}|${step}`) / n : NaN };
 }
 
 /** The apiserver's request counters, by verb and resource[/subresource] (all clients). */
@@ -453,6 +489,7 @@ try {
   const sampler = setInterval(() => { rssMaxKb = Math.max(rssMaxKb, statusKb(op.pid, "VmRSS")); }, 200);
   stops.push(["RSS sampler", () => clearInterval(sampler)]);
   const api0 = await apiserverCounts(env);
+  const starts0 = await stepStartSeries(op);
   const s3Calls0 = new Map(apiStore.calls);
   const cpu0 = cpuSnapshot(op.pid);
   const order = Array.from({ length: RUNS }, (_, i) => ORGS[i % ORGS.length] as string);
@@ -465,6 +502,7 @@ try {
   await waitFor(ids, t0 + TIMEOUT_S * 1000, `the drain (${TIMEOUT_S} s; BENCH_TIMEOUT_SECONDS raises the limit)`, () => `${Math.round((Date.now() - t0) / 1000)} s: ${ids.filter((id) => finished.has(id)).length}/${RUNS} runs done, ${sim.seen.size} Jobs seen, operator RSS ${int(statusKb(op.pid, "VmRSS") / 1024)} MB`);
   const observedEnd = Date.now();
   const writes1 = await metric(op, "operon_operator_api_writes");
+  const starts1 = await stepStartSeries(op);
   const cpu1 = cpuSnapshot(op.pid);
   clearInterval(sampler);
   const rssEndKb = statusKb(op.pid, "VmRSS");
@@ -510,6 +548,11 @@ try {
     writeFileSync(join(DUMP_DIR, "runs.json"), JSON.stringify({ t0, submitMs, runs: raw }));
   }
   const depWarm = latencies(warm);
+  const startFree = stepStartGroup(starts0, starts1, "free", "dependent");
+  const startWaited = stepStartGroup(starts0, starts1, "waited", "dependent");
+  const startFirst = ["free", "waited"].map((slot) => stepStartGroup(starts0, starts1, slot, "first"));
+  const pctText = (x: number) => `${(100 * x).toFixed(1)} %`;
+  const groupText = (g: ReturnType<typeof stepStartGroup>) => g.n === 0 ? "none" : `${int(g.n)} steps: ${pctText(g.underOne)} within 1 s, p50 ${g.p50}, p99 ${g.p99}, mean ${int(g.meanS * 1000)} ms`;
 
   // Every step ran once: one Job per step, attempt 1.
   const jobList = await simClient.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: "operon.dev/run" } });
@@ -519,6 +562,34 @@ try {
   const maxActiveWarm = sim.maxActivePerOrg.get("warmup") ?? 0;
   const cpuDelta = (k: string) => (cpu1.get(k) ?? 0) - (cpu0.get(k) ?? 0);
   const cpuTotal = [...new Set([...cpu0.keys(), ...cpu1.keys()])].reduce((a, k) => a + Math.max(0, cpuDelta(k)), 0);
+
+  // ---- (f) Steady load at the target rate: runs submitted one by one, evenly spaced.
+  await sleep(2000);
+  log(`steady load: ${STEADY_RUNS} runs at ${STEADY_PER_MIN} runs/min`);
+  const steadyStarts0 = await stepStartSeries(op);
+  const steadyCpu0 = cpuSnapshot(op.pid);
+  const ts0 = Date.now();
+  const pending: Array<Promise<string>> = [];
+  for (let i = 0; i < STEADY_RUNS; i++) {
+    const wait = ts0 + (i * 60_000) / STEADY_PER_MIN - Date.now();
+    if (wait > 0) await sleep(wait);
+    pending.push(submit(ORGS[i % ORGS.length] as string));
+  }
+  const steadyIds = await Promise.all(pending);
+  const lastSubmit = Date.now();
+  await waitFor(steadyIds, lastSubmit + TIMEOUT_S * 1000, "the steady-load runs");
+  const steadyRuns = steadyIds.map((id) => finished.get(id) as RunRecord);
+  const steadyBad = steadyRuns.filter((r) => r.status !== "completed");
+  if (steadyBad.length) throw new Error(`${steadyBad.length} steady-load runs did not complete; first: ${steadyBad[0]?.id} ${steadyBad[0]?.status}: ${steadyBad[0]?.error}`);
+  const steadyCpu1 = cpuSnapshot(op.pid);
+  const steadyStarts1 = await stepStartSeries(op);
+  const steadyDep = latencies(steadyIds);
+  const steadyLagMs = Math.max(...steadyRuns.map((r) => Date.parse(r.completedAt ?? ""))) - lastSubmit;
+  const steadyPace = STEADY_RUNS / ((lastSubmit - ts0) / 60_000);
+  const steadyFree = stepStartGroup(steadyStarts0, steadyStarts1, "free", "dependent");
+  const steadyWaited = stepStartGroup(steadyStarts0, steadyStarts1, "waited", "dependent");
+  const steadyCpu = (k: string) => (steadyCpu1.get(k) ?? 0) - (steadyCpu0.get(k) ?? 0);
+  const steadyCpuAll = [...new Set([...steadyCpu0.keys(), ...steadyCpu1.keys()])].reduce((a, k) => a + Math.max(0, steadyCpu(k)), 0);
 
   // ---- Stop the operator (profile written on exit), then the baseline after.
   await op.stop();
@@ -544,12 +615,14 @@ Measured ${new Date().toISOString().slice(0, 10)} on ${cores} × ${cpus()[0]?.mo
 |---|---|---|
 | (a) drain: ${RUNS} runs × ${STEPS}-step DAG a → (b, c) → d → e over ${ORGS.length} organizations (org limit ${LIMIT}), submitted at once (submits returned after ${f1(submitMs / 1000)} s); first submit → last run completedAt | **${f1(drainMs / 1000)} s, ${int(perMin)} runs/min** (target ≥ 300) | the control plane itself: ${int(RUNS * STEPS)} Jobs created + completed directly, ${BASELINE_LANES} at a time: ${f1(base1.ms / 1000)} s before, ${f1(base2.ms / 1000)} s after (${int(basePerMin[0] as number)} / ${int(basePerMin[1] as number)} runs/min equivalent); **operator at ${(perMin / baseMean).toFixed(2)} of it** |
 | (b) dependent-step latency: child Job first seen by the simulator − latest parent's Complete acknowledged, ${int(dep.length)} pairs | p50 ${int(pct(dep, 50))} ms, **p99 ${int(pct(dep, 99))} ms** (target ≤ 1,000 ms), max ${int(Math.max(...dep))} ms | unloaded (${WARMUP_RUNS} runs one at a time): p50 ${int(pct(depWarm, 50))} ms, p99 ${int(pct(depWarm, 99))} ms |
+| (b′) the same pairs as the operator measures them (its \`operon_step_start_latency_seconds\`, from the parent's completion reaching its watch to the child's Job created), split by whether the child had to wait for an organization slot | **started with a free slot: ${groupText(startFree)}**; waited for a slot: ${groupText(startWaited)} | first steps (from submit): free slot ${groupText(startFirst[0] as ReturnType<typeof stepStartGroup>)}; waited ${groupText(startFirst[1] as ReturnType<typeof stepStartGroup>)} |
 | (c) Kubernetes API writes by the operator (its \`operon_operator_api_writes\`) | **${f1(opWrites / (RUNS * STEPS))} per step** (target ≤ 15), ${f1(opWrites / RUNS)} per run, ${int(opWrites)} in all (≈ ${int(leaseWrites)} of them Lease renewals, ${f1(idleRate)}/s when idle) | direct client: ${f1(base1.writes / base1.jobs)} per step (create + status patch); api-server side: ${f1(apiWrites / RUNS)} per run (PipelineRun create; its S3 calls for the ${RUNS} submits: ${s3Calls}); simulator: ${f1(simWrites / (RUNS * STEPS))} per step |
 | (d) operator RSS | **peak ${int(hwmKb / 1024)} MB** (VmHWM; sampled VmRSS max ${int(rssMaxKb / 1024)} MB), ${int(rssStartKb / 1024)} MB before the burst, ${int(rssEndKb / 1024)} MB at the end | — |
 | (e) most Jobs active per organization, as the simulator saw them | **${maxActive}** (must be ≤ ${LIMIT}; per org ${ORGS.map((o) => sim.maxActivePerOrg.get(o) ?? 0).join(", ")}) | — |
 | Kubernetes API requests during the drain, all clients (apiserver's \`apiserver_request_total\`, mean server-side latency) | ${requestTable}${reqErrors.size ? `; not 2xx: ${[...reqErrors].map(([k, v]) => `${k} × ${int(v)}`).join(", ")}` : ""} | — |
 | operator log during the bench | ${[...op.logged].filter(([k]) => k !== "other").map(([k, v]) => `${v.n} × ${k} (first: \`${v.first.replace(/[|`]/g, "")}\`)`).join("; ") || "no errors"} | — |
 | CPU seconds during the drain (of ${f1((cores * drainMs) / 1000)} available) | operator ${f1(cpuDelta("operator"))}, kube-apiserver ${f1(cpuDelta("kube-apiserver"))}, etcd ${f1(cpuDelta("etcd"))}, MinIO ${f1(cpuDelta("minio"))}, bench process (submits, simulator, run watch) ${f1(cpuDelta("bench"))}; all ${f1(cpuTotal)} | — |
+| (f) steady load at the target rate: ${int(STEADY_RUNS)} more runs of the same DAG submitted one by one, evenly spaced at ${int(STEADY_PER_MIN)} runs/min (achieved ${int(steadyPace)}/min) over the same ${ORGS.length} organizations; the last run completed ${f1(steadyLagMs / 1000)} s after the last submit | dependent-step latency (as (b)): p50 ${int(pct(steadyDep, 50))} ms, **p99 ${int(pct(steadyDep, 99))} ms** (target ≤ 1,000 ms), max ${int(Math.max(...steadyDep))} ms; as the operator measures it: free slot ${groupText(steadyFree)}; waited ${groupText(steadyWaited)} | CPU seconds meanwhile (of ${f1((cpus().length * (lastSubmit - ts0 + steadyLagMs)) / 1000)} available): all ${f1(steadyCpuAll)}, kube-apiserver ${f1(steadyCpu("kube-apiserver"))}, operator ${f1(steadyCpu("operator"))} |
 
 How measured: the simulator completes each step Job as soon as its watch shows it (output upload to MinIO, then a Complete status patch), so a step takes only the control plane's and the operator's time. A run's completedAt is the operator's (ms); (b) uses the simulator's clock at both ends, so it covers the completion reaching the operator's watch, its work queue, the reconcile (outputs read from MinIO, plan, admission under the org limit, Job create) and the new Job reaching the simulator's watch. (c) counts the operator's writes from just before the first submit to the last run seen completed (Jobs, PipelineRun status, Events, the Lease). The baseline creates the same Jobs (core/jobs.ts buildJob, same template) and completes them like the simulator, ${BASELINE_LANES} at a time (${ORGS.length} orgs × limit ${LIMIT}, the most the operator may run at once), with no operator and no PipelineRuns, before and after (a); ${int(RUNS * STEPS)} Jobs ÷ ${STEPS} steps gives its runs/min. Every client uses the admin token (system:masters, exempt from API Priority and Fairness): nothing is throttled. ${int(burstJobs.length)} Jobs for ${int(RUNS * STEPS)} steps, ${retried} retried.${simErrors.length ? ` Simulator errors: ${simErrors.length} (first: ${simErrors[0]}).` : ""}${maxActiveWarm > LIMIT ? ` Warm-up org exceeded the limit: ${maxActiveWarm}.` : ""}
 <!-- cluster:end -->`;
