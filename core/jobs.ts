@@ -179,6 +179,40 @@ const cond = (job: JobObject, type: string) => job.status?.conditions?.find((c) 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : undefined);
 
 /** A Job that has not finished and was not stopped: it holds one of its organization's slots. */
+/**
+ * The part of a Job the operator keeps in its cache: metadata, status, and of the spec only
+ * what it reads. The pod template (init containers, env, volumes) is most of a Job's size,
+ * and finished Jobs stay for `ttlSecondsAfterFinished` (a day by default).
+ */
+export function jobForCache<T extends JobObject>(job: T): T {
+  const spec = job.spec === undefined ? {} : {
+    spec: {
+      ...(job.spec.suspend !== undefined ? { suspend: job.spec.suspend } : {}),
+      ...(job.spec.activeDeadlineSeconds !== undefined ? { activeDeadlineSeconds: job.spec.activeDeadlineSeconds } : {}),
+    },
+  };
+  const { spec: _template, ...rest } = job;
+  return { ...rest, ...spec } as T;
+}
+
+/** The part of a pod the operator keeps: metadata and the container states it explains failures with. */
+export function podForCache<T extends PodObject>(pod: T): T {
+  const st = pod.status;
+  const { spec: _spec, status: _status, ...rest } = pod as T & { spec?: unknown };
+  return {
+    ...rest,
+    ...(st ? {
+      status: {
+        ...(st.phase !== undefined ? { phase: st.phase } : {}),
+        ...(st.reason !== undefined ? { reason: st.reason } : {}),
+        ...(st.message !== undefined ? { message: st.message } : {}),
+        ...(st.initContainerStatuses ? { initContainerStatuses: st.initContainerStatuses } : {}),
+        ...(st.containerStatuses ? { containerStatuses: st.containerStatuses } : {}),
+      },
+    } : {}),
+  } as T;
+}
+
 export function jobActive(job: JobObject): boolean {
   return !cond(job, "Complete") && !cond(job, "Failed") && !job.metadata.annotations?.[ANNOTATION.stopped];
 }

@@ -40,6 +40,13 @@ export interface InformerOptions<T extends KubeObject> {
   onError?: (error: unknown) => void;
   /** Page size of the list. */
   pageSize?: number;
+  /**
+   * What of each object to keep in the cache (client-go's SetTransform): listed, watched and
+   * assumed objects all pass through it, after `metadata.managedFields` (never needed here,
+   * often the largest part) is dropped. The operator keeps every Job for a day; keeping only
+   * what it reads bounds its memory.
+   */
+  transform?: (obj: T) => T;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -107,9 +114,20 @@ export class Informer<T extends KubeObject> {
    * Puts an object this process just wrote into the cache (the API's answer), unless the cache
    * already holds a newer version. The watch event that follows is then a no-op.
    */
-  assume(obj: T): void {
+  assume(written: T): void {
+    const obj = this.keep(written);
     const cur = this.cache.get(obj.metadata.name);
     if (!cur || newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) this.cache.set(obj.metadata.name, obj);
+  }
+
+  /** The part of an object the cache keeps. */
+  private keep(obj: T): T {
+    let out = obj;
+    if ("managedFields" in obj.metadata) {
+      const { managedFields: _drop, ...metadata } = obj.metadata as T["metadata"] & { managedFields?: unknown };
+      out = { ...obj, metadata };
+    }
+    return this.opts.transform ? this.opts.transform(out) : out;
   }
 
   private async relist(): Promise<string> {
@@ -120,7 +138,7 @@ export class Informer<T extends KubeObject> {
       const page = await this.opts.client.request<ListResult<T>>("GET", this.opts.path, {
         query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: cont },
       });
-      for (const item of page.items) seen.set(item.metadata.name, item);
+      for (const item of page.items) seen.set(item.metadata.name, this.keep(item));
       rv = page.metadata.resourceVersion;
       cont = page.metadata.continue || undefined;
     } while (cont);
@@ -175,15 +193,16 @@ export class Informer<T extends KubeObject> {
           const objRv = ev.object.metadata.resourceVersion;
           if (objRv) rv = objRv;
           if (ev.type === "BOOKMARK") continue;
-          const name = ev.object.metadata.name;
+          const obj = this.keep(ev.object);
+          const name = obj.metadata.name;
           if (ev.type === "DELETED") {
             this.cache.delete(name);
-            this.emit(ev.object);
+            this.emit(obj);
           } else {
             const cur = this.cache.get(name);
             if (cur && cur.metadata.resourceVersion === objRv) continue; // already assumed
-            this.cache.set(name, ev.object);
-            this.emit(ev.object);
+            this.cache.set(name, obj);
+            this.emit(obj);
           }
         }
       }

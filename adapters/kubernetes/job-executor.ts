@@ -7,7 +7,7 @@
  * termination message (or HEADs them in object storage), and keeps step logs in storage.
  */
 import { EventEmitter } from "node:events";
-import { buildJob, jobActive, jobStep, observeJob, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/jobs.js";
+import { buildJob, jobActive, jobForCache, jobStep, observeJob, podForCache, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/jobs.js";
 import { ANNOTATION, LABEL } from "../../core/pipelinerun.js";
 import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepOutput } from "../../core/ports.js";
 import { defaultCatalogue, type ToolCatalogue } from "../../core/tools/index.js";
@@ -59,7 +59,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   /** When each ended Job was first seen ended (this process's clock; for latency metrics). */
   const endSeen = new Map<string, number>();
   const jobs: Informer<Job> = new Informer<Job>({
-    client, path: paths.jobs(namespace), labelSelector: selector,
+    client, path: paths.jobs(namespace), labelSelector: selector, transform: jobForCache,
     onChange: (j) => {
       const r = runOf(j);
       if (!r) return;
@@ -72,7 +72,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     ...common,
   });
   const pods: Informer<Pod> = new Informer<Pod>({
-    client, path: paths.pods(namespace), labelSelector: selector,
+    client, path: paths.pods(namespace), labelSelector: selector, transform: podForCache,
     onChange: (p) => {
       const job = jobOfPod(p);
       if (!job) return;

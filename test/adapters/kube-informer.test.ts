@@ -80,6 +80,33 @@ t.test("a watch that errors or goes quiet is restarted with a relist", async (t)
   t.pass("deleted objects leave the cache");
 });
 
+t.test("the cache keeps what the transform keeps, never managedFields: from the list, the watch and assume", async (t) => {
+  type CM = KubeObject & { data?: Record<string, string> };
+  const path = `/api/v1/namespaces/${NS}/configmaps`;
+  const make = (name: string) => direct.request<CM>("POST", path, { body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name, labels: { test: "slim" } }, data: { keep: "1", drop: "x".repeat(1000) } } });
+  const raw = await make("slim-listed");
+  t.ok((raw.metadata as { managedFields?: unknown }).managedFields, "the API server sends managedFields");
+  const seen: CM[] = [];
+  const inf = new Informer<CM>({
+    client: direct, path, labelSelector: "test=slim",
+    transform: (o) => ({ ...o, data: { keep: o.data?.keep ?? "" } }),
+    onChange: (o) => seen.push(o),
+  });
+  t.teardown(() => inf.stop());
+  await inf.start();
+  await make("slim-watched");
+  await until("the watched one", () => inf.get("slim-watched"));
+  const assumed = await direct.request<CM>("PUT", `${path}/slim-listed`, { body: { ...raw, data: { keep: "2", drop: "y" } } });
+  inf.assume(assumed);
+  for (const name of ["slim-listed", "slim-watched"]) {
+    const o = inf.get(name) as CM;
+    t.same(o.data, { keep: name === "slim-listed" ? "2" : "1" }, `${name}: only what the transform keeps`);
+    t.notOk("managedFields" in o.metadata, `${name}: no managedFields in the cache`);
+    t.equal(o.metadata.labels?.test, "slim", "the rest of the metadata stays");
+  }
+  t.ok(seen.length >= 2 && seen.every((o) => !("drop" in (o.data ?? {})) && !("managedFields" in o.metadata)), "handlers get the kept part too");
+});
+
 t.test("leader election: one holder; the Lease passes on release and on expiry", async (t) => {
   const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
   t.teardown(() => client.close());

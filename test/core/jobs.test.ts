@@ -1,5 +1,5 @@
 import t from "tap";
-import { buildJob, imageDigest, jobActive, jobStep, observeJob, podFailure, terminationOutputs, TOOL_ENTRY, type JobObject, type PodObject } from "../../core/jobs.js";
+import { buildJob, imageDigest, jobActive, jobForCache, jobStep, observeJob, podFailure, podForCache, terminationOutputs, TOOL_ENTRY, type JobObject, type PodObject } from "../../core/jobs.js";
 import type { StepTask } from "../../core/ports.js";
 
 const task: StepTask = {
@@ -77,6 +77,11 @@ t.test("what a Job and its pod say about the step", async (t) => {
   ];
   for (const c of cases) {
     const o = observeJob(c.job, c.pod, template.toolImage);
+    // What the operator caches of a Job and a pod is enough to read the same state.
+    const slim = observeJob(jobForCache(c.job), c.pod ? podForCache(c.pod) : undefined, template.toolImage);
+    t.same(slim, o, `${c.name}: the cached (slimmed) Job and pod read the same`);
+    t.equal(jobActive(jobForCache(c.job)), jobActive(c.job));
+    t.same(jobStep(jobForCache(c.job)), jobStep(c.job));
     t.equal(o.state.phase, c.phase, `${c.name}: phase`);
     t.equal(o.state.attempt, 2, `${c.name}: attempt`);
     t.equal(o.state.jobName, `${task.runId}-align-2`);
@@ -90,6 +95,21 @@ t.test("what a Job and its pod say about the step", async (t) => {
   const complete = observeJob(cases[2]!.job, undefined);
   t.equal(complete.state.startedAt, Date.parse("2026-11-22T01:00:01Z"));
   t.equal(complete.state.finishedAt, Date.parse("2026-11-22T01:00:09Z"));
+});
+
+t.test("the cache keeps a fraction of a Job and of a pod", async (t) => {
+  const full = { ...job({ startTime: "2026-11-22T01:00:01Z", active: 1 }), spec: { ...buildJob(task, template).spec, suspend: false } } as JobObject;
+  const slim = jobForCache(full);
+  t.same(slim.metadata, full.metadata, "metadata whole (labels, annotations, owner)");
+  t.same(slim.status, full.status, "status whole");
+  t.same(slim.spec, { suspend: false, activeDeadlineSeconds: 91 }, "of the spec, only what is read");
+  const ratio = JSON.stringify(slim).length / JSON.stringify(full).length;
+  t.ok(ratio < 0.5, `a cached Job is ${(100 * ratio).toFixed(0)} % of the Job`);
+  const p = { ...pod([{ name: "tool", imageID: `quay.io/x@${digest}`, state: { running: {} } }]), spec: { containers: [{ name: "x", image: "y" }] } } as PodObject & { spec: unknown };
+  const slimPod = podForCache(p) as PodObject & { spec?: unknown };
+  t.equal(slimPod.spec, undefined, "a pod's spec is dropped");
+  t.same(slimPod.status, p.status);
+  t.same(jobForCache({ metadata: { name: "bare" } }), { metadata: { name: "bare" } }, "a Job without spec stays without one");
 });
 
 t.test("outputs and digest from the pod", async (t) => {
