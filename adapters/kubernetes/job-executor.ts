@@ -65,7 +65,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       if (!r) return;
       const present = jobs.get(j.metadata.name) !== undefined;
       index(jobsByRun, r, j.metadata.name, present);
-      if (!present) endSeen.delete(j.metadata.name);
+      if (!present) forgetJob(j.metadata.name);
       else if (!jobActive(j) && !endSeen.has(j.metadata.name)) endSeen.set(j.metadata.name, clock.now());
       events.emit("change", r);
     },
@@ -83,6 +83,13 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     },
     ...common,
   });
+  /** A deleted Job (its TTL passed, or its run was deleted) leaves nothing behind here. */
+  const forgetJob = (name: string) => {
+    endSeen.delete(name);
+    outputs.delete(name);
+    logsSaved.delete(name);
+    podLookups.delete(name);
+  };
   /** Outputs of completed Jobs (read once, from the termination message or storage). */
   const outputs = new Map<string, Promise<StepOutput[] | string>>();
   /** Jobs whose logs were copied to storage. */
@@ -110,6 +117,32 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       if (!cur || Number(cur.metadata.annotations?.[ANNOTATION.attempt]) < s.attempt) out.set(s.stepId, j);
     }
     return out;
+  }
+
+  /**
+   * The pod of a failed Job that the pod watch has not delivered yet (the Job and pod watches
+   * are separate streams, so the Job's Failed can arrive first): read once from the API, so
+   * the step's error says what the pod says (exit code, OOMKilled, eviction) and not only
+   * "the Job failed".
+   */
+  const podLookups = new Map<string, Promise<Pod | undefined>>();
+  function lookUpPod(job: Job): Promise<Pod | undefined> {
+    let p = podLookups.get(job.metadata.name);
+    if (!p) {
+      p = (async () => {
+        const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${job.metadata.name}` } });
+        let best: Pod | undefined;
+        for (const pod of list.items) if (!best || (pod.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "")) best = pod;
+        if (best) {
+          pods.assume(best);
+          index(podsByJob, job.metadata.name, best.metadata.name, true);
+        }
+        return podOf(job);
+      })();
+      podLookups.set(job.metadata.name, p);
+      void p.catch(() => podLookups.delete(job.metadata.name));
+    }
+    return p;
   }
 
   /** Outputs of a completed Job: the stage-out helper's report, else what storage holds. */
@@ -214,9 +247,13 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     async observe(runId) {
       const out = new Map<string, ObservedStepState>();
       for (const [stepId, job] of latestByStep(runId)) {
-        const pod = podOf(job);
+        let pod = podOf(job);
         const tool = tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
-        const seen = observeJob(job, pod, tool?.image);
+        let seen = observeJob(job, pod, tool?.image);
+        if (!pod && seen.state.phase === "failed" && !job.metadata.annotations?.[ANNOTATION.stopped]) {
+          pod = await lookUpPod(job).catch((e: unknown) => { opts.onError?.(e); return undefined; });
+          if (pod) seen = observeJob(job, pod, tool?.image);
+        }
         // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
         const ended = endSeen.get(job.metadata.name);
         let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null, ...(ended !== undefined && seen.state.phase !== "running" ? { endSeenAt: ended } : {}) };
