@@ -2,13 +2,13 @@
  * The pipeline engine as the api-server sees it: submission (spec source, validation, inputs
  * checked against the workspace before anything starts), cancellation, and the operator
  * loop (reconciler + controller) wired to a run store and an executor. Embedded mode wires
- * the local adapters; cluster mode will wire the Kubernetes ones to the same code.
+ * the local adapters; cluster mode wires the Kubernetes ones to the same code.
  */
-import { Histogram, Registry } from "prom-client";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Histogram, Registry } from "prom-client";
 import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
 import type { Issue } from "../core/issues.js";
 import type { Clock, ObjectStore, RunRecord, RunStore, StepExecutor } from "../core/ports.js";

@@ -178,7 +178,6 @@ function workspaceOf(root: string): string {
 const cond = (job: JobObject, type: string) => job.status?.conditions?.find((c) => c.type === type && c.status === "True");
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : undefined);
 
-/** A Job that has not finished and was not stopped: it holds one of its organization's slots. */
 /**
  * The part of a Job the operator keeps in its cache: metadata, status, and of the spec only
  * what it reads. The pod template (init containers, env, volumes) is most of a Job's size,
@@ -213,6 +212,7 @@ export function podForCache<T extends PodObject>(pod: T): T {
   } as T;
 }
 
+/** A Job that has not finished and was not stopped: it holds one of its organization's slots. */
 export function jobActive(job: JobObject): boolean {
   return !cond(job, "Complete") && !cond(job, "Failed") && !job.metadata.annotations?.[ANNOTATION.stopped];
 }

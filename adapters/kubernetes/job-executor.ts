@@ -131,11 +131,9 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     if (!p) {
       p = (async () => {
         const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${job.metadata.name}` } });
-        let best: Pod | undefined;
-        for (const pod of list.items) if (!best || (pod.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "")) best = pod;
-        if (best) {
-          pods.assume(best);
-          index(podsByJob, job.metadata.name, best.metadata.name, true);
+        for (const pod of list.items) {
+          pods.assume(pod);
+          index(podsByJob, job.metadata.name, pod.metadata.name, true);
         }
         return podOf(job);
       })();
