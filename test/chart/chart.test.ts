@@ -9,7 +9,9 @@
  *  - the chart's CRD is crds/pipelinerun.yaml (no drift);
  *  - an install: the rendered chart applied for real, then the api-server and the operator run
  *    out of cluster with exactly the args and environment of their Deployments, each as its
- *    own ServiceAccount, and a pipeline submitted through the HTTP API completes.
+ *    own ServiceAccount, as the image would run them (`operon` from a tree built like the
+ *    image, production dependencies only, the image's ENV under the pod's), and a pipeline
+ *    submitted through the HTTP API completes.
  */
 import t from "tap";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -24,6 +26,7 @@ import { parseConfig } from "../../core/config.js";
 import type { JobObject } from "../../core/jobs.js";
 import { createStore } from "../../api-server/server.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
+import { buildImageTree, runtimeEnv } from "../support/image-tree.js";
 import { startJobSimulator } from "../support/job-sim.js";
 import { startTestEnv, type KubectlResult } from "../support/k8s-env.js";
 import { until } from "../support/wait.js";
@@ -114,7 +117,9 @@ const WARNING = /Warning:|would violate PodSecurity/i;
 
 // ---------------------------------------------------------------------------------------------
 
-const env = await startTestEnv();
+const imageDir = await mkdtemp(join(tmpdir(), "operon-chart-image-"));
+t.teardown(() => rm(imageDir, { recursive: true, force: true }));
+const [env, image] = await Promise.all([startTestEnv(), buildImageTree(imageDir)]);
 t.teardown(() => env.stop());
 const s3 = env.s3;
 if (!s3) throw new Error("the test environment started without MinIO");
@@ -481,13 +486,13 @@ current-context: ${sa}
 async function runDeployment(d: Deployment, podName: string): Promise<{ proc: Proc; env: Record<string, string>; renderedPort: boolean }> {
   const container = mainContainer(d);
   const podEnv = await podEnvironment(d, podName);
-  const childEnv: Record<string, string> = { ...podEnv, KUBECONFIG: await kubeconfigFor(d.spec.template.spec.serviceAccountName ?? "") };
+  const childEnv: Record<string, string> = { ...runtimeEnv(), ...podEnv, KUBECONFIG: await kubeconfigFor(d.spec.template.spec.serviceAccountName ?? "") };
   const renderedPort = await portFree(Number(podEnv.PORT), podEnv.HOST ?? "0.0.0.0");
   if (!renderedPort) {
     childEnv.HOST = "127.0.0.1";
     childEnv.PORT = String((await freePorts(1))[0] as number);
   }
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", ...(container.args ?? [])], { cwd: repo, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [image.main, ...(container.args ?? [])], { cwd: image.app, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout?.on("data", (c: Buffer) => { out += c.toString(); });
   child.stderr?.on("data", (c: Buffer) => { out += c.toString(); });
@@ -508,7 +513,7 @@ async function httpStatus(url: string): Promise<number | undefined> {
 
 /** `operon <args>` with the api-server's environment, as `kubectl exec deploy/<api> -- operon …` would. */
 async function operonCli(args: string[], childEnv: Record<string, string>): Promise<string> {
-  const r = await run(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], { env: childEnv });
+  const r = await run(process.execPath, [image.main, ...args], { env: childEnv, cwd: image.app });
   if (r.code !== 0) throw new Error(`operon ${args.join(" ")} failed (exit ${r.code}): ${r.stderr}`);
   return r.stdout;
 }

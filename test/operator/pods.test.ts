@@ -23,7 +23,7 @@ import { createStore } from "../../api-server/server.js";
 import { createClusterEngine, startOperator } from "../../operator/cluster.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { startTestEnv } from "../support/k8s-env.js";
-import { buildImageTree, REPRODUCED_COPIES, runtimeCopies } from "../support/image-tree.js";
+import { buildImageTree, REPRODUCED_COPIES, runtimeCopies, runtimeEnv } from "../support/image-tree.js";
 import { runJobPod, type PodRun } from "../support/pod-runner.js";
 import { until } from "../support/wait.js";
 
@@ -177,7 +177,8 @@ t.test("the image tree is the Dockerfile's: same COPY lines, production dependen
   t.same(runtimeCopies(), REPRODUCED_COPIES.map((c) => [...c]), "the runtime stage copies exactly what the tree builder reproduces");
   t.notOk(existsSync(join(tree.app, "node_modules/tap")), "no dev dependency (tap) in the image");
   t.notOk(existsSync(join(tree.app, "node_modules/typescript")), "no dev dependency (typescript) in the image");
-  const help = spawnSync(process.execPath, [tree.main, "--help"], { env: { PATH: process.env.PATH ?? "", NODE_ENV: "production" }, encoding: "utf8" });
+  t.match(runtimeEnv(), { NODE_ENV: "production", OPERON_MODE: "cluster" }, "the image's ENV lines are read");
+  const help = spawnSync(process.execPath, [tree.main, "--help"], { cwd: tree.app, env: runtimeEnv(), encoding: "utf8" });
   t.equal(help.status, 0, help.stderr);
   t.match(help.stdout, /operon operator/);
 });

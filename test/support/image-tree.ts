@@ -24,14 +24,32 @@ export const REPRODUCED_COPIES: ReadonlyArray<readonly [string, string, string]>
   ["", "crds", "crds"],
 ];
 
+/** The instructions of the Dockerfile's last stage, continuation lines joined. */
+function runtimeStage(dockerfile: string): string[] {
+  const last = dockerfile.split(/^FROM\s/m).at(-1) ?? "";
+  return last.replace(/\\\n/g, " ").split("\n").filter((l) => l.trim() && !l.trim().startsWith("#"));
+}
+
 /** The COPY lines of the Dockerfile's last stage, as [--from stage or "", source, destination]. */
 export function runtimeCopies(dockerfile = readFileSync(join(repo, "Dockerfile"), "utf8")): Array<[string, string, string]> {
-  const stages = dockerfile.split(/^FROM\s/m);
-  const last = stages.at(-1) ?? "";
   const out: Array<[string, string, string]> = [];
-  for (const line of last.split("\n")) {
+  for (const line of runtimeStage(dockerfile)) {
     const m = /^COPY\s+(?:--from=(\S+)\s+)?(\S+)\s+(\S+)\s*$/.exec(line.trim());
     if (m) out.push([m[1] ?? "", m[2] as string, m[3] as string]);
+  }
+  return out;
+}
+
+/** The environment the image sets (its last stage's ENV lines), under the pod's own env. */
+export function runtimeEnv(dockerfile = readFileSync(join(repo, "Dockerfile"), "utf8")): Record<string, string> {
+  const out: Record<string, string> = { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" };
+  for (const line of runtimeStage(dockerfile)) {
+    const m = /^ENV\s+(.*)$/.exec(line.trim());
+    if (!m) continue;
+    for (const kv of (m[1] as string).trim().split(/\s+/)) {
+      const eq = kv.indexOf("=");
+      if (eq > 0) out[kv.slice(0, eq)] = kv.slice(eq + 1);
+    }
   }
   return out;
 }
