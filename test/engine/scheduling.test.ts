@@ -62,8 +62,10 @@ t.test("3 organizations × 20 runs × 3 parallel steps: never more than 5 runnin
   const h = harness(dir, 5);
   t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
   const runs: RunRecord[] = [];
-  // Steps last long enough (0.3 s) for the limit to be reached even on a loaded machine.
-  for (let i = 0; i < 20; i++) for (const org of ["o1", "o2", "o3"]) runs.push(await submit(h.engine, org, parallel(3, 0.3)));
+  // The first two runs of each organization (first come, first served: admitted first) have
+  // 2 s steps, 6 of them for 5 slots, so the limit is reached even on a heavily loaded
+  // machine; the other 18 runs' 0.3 s steps then churn through the slots.
+  for (let i = 0; i < 20; i++) for (const org of ["o1", "o2", "o3"]) runs.push(await submit(h.engine, org, parallel(3, i < 2 ? 2 : 0.3)));
   const max = new Map<string, number>();
   let samples = 0;
   const sample = async () => {
