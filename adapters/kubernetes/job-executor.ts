@@ -120,10 +120,11 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   }
 
   /**
-   * The pod of a failed Job that the pod watch has not delivered yet (the Job and pod watches
-   * are separate streams, so the Job's Failed can arrive first): read once from the API, so
-   * the step's error says what the pod says (exit code, OOMKilled, eviction) and not only
-   * "the Job failed".
+   * The pod of an ended Job that the pod watch has not delivered yet (the Job and pod watches
+   * are separate streams, so the Job's Complete or Failed can arrive first): read once from
+   * the API, so that a failed step's error says what the pod says (exit code, OOMKilled,
+   * eviction) and not only "the Job failed", and the log is copied even when this was the
+   * run's last step (nothing reconciles it again).
    */
   const podLookups = new Map<string, Promise<Pod | undefined>>();
   function lookUpPod(job: Job): Promise<Pod | undefined> {
@@ -249,8 +250,12 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         const tool = tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
         let seen = observeJob(job, pod, tool?.image);
         if (!pod && seen.state.phase === "failed" && !job.metadata.annotations?.[ANNOTATION.stopped]) {
+          // The error must say what the pod says: wait for it (failures are rare).
           pod = await lookUpPod(job).catch((e: unknown) => { opts.onError?.(e); return undefined; });
           if (pod) seen = observeJob(job, pod, tool?.image);
+        } else if (!pod && seen.completed) {
+          // Outputs can come from storage meanwhile; only the log needs the pod: no waiting.
+          void lookUpPod(job).then((p) => (p ? saveLog(job, p, stepId) : undefined), (e: unknown) => opts.onError?.(e));
         }
         // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
         const ended = endSeen.get(job.metadata.name);

@@ -24,7 +24,7 @@ import { createClusterEngine, startOperator } from "../../operator/cluster.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { buildImageTree, REPRODUCED_COPIES, runtimeCopies, runtimeEnv } from "../support/image-tree.js";
-import { runJobPod, type PodRun } from "../support/pod-runner.js";
+import { runJobPod, startNode, type PodRun } from "../support/pod-runner.js";
 import { until } from "../support/wait.js";
 
 const NS = "pods";
@@ -54,7 +54,9 @@ t.teardown(() => operator.stop());
 const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: (m) => logs.push(m) });
 t.teardown(() => api.stop());
 
-// The "node": every Job that appears gets its pod run, once.
+// The "node": every Job that appears gets its pod run, once; its kubelet serves their logs.
+const fakeNode = await startNode(client);
+t.teardown(() => fakeNode.stop());
 type Job = JobObject & { metadata: { name: string; uid?: string } };
 const pods = new Map<string, Promise<PodRun>>();
 /** Organizations whose pods wait (the node does not run them) until taken out of here. */
@@ -65,7 +67,7 @@ const node = (async () => {
     const list = await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: "operon.dev/run" } }).catch(() => ({ items: [] as Job[] }));
     for (const job of list.items) {
       if (pods.has(job.metadata.name) || job.status?.conditions?.length || heldOrgs.has(job.metadata.labels?.["operon.dev/org"] ?? "")) continue;
-      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [process.execPath, tree.main] });
+      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [process.execPath, tree.main], node: fakeNode });
       void run.catch((e: unknown) => logs.push(`pod runner ${job.metadata.name}: ${String(e)}`));
       pods.set(job.metadata.name, run);
     }
@@ -132,6 +134,17 @@ t.test("bwa-align runs in real step pods: staged in from S3, the tool as uid 100
   const podList = await client.request<{ items: Array<{ status: { containerStatuses: Array<{ state: { terminated?: { message?: string } } }> } }> }>("GET", paths.pods(NS), { query: { labelSelector: `operon.dev/run=${id}` } });
   t.equal(podList.items.length, run.steps.length);
   t.ok(podList.items.every((p) => /"sha256":"[0-9a-f]{64}"/.test(p.status.containerStatuses[0]?.state.terminated?.message ?? "")), "each Pod's stage-out status carries the report");
+
+  // Step logs: the operator copies each tool's log (pods/log, proxied by the API server to the
+  // node's kubelet) into the run folder, the last step's too.
+  for (const s of run.steps) {
+    const key = `${WS}${run.outputFolder}/logs/${s.stepId}.log`;
+    const text = await until(`${s.stepId}'s log in S3`, async () => (await store.head(key)) ? (await read(key)).toString() : undefined);
+    const pod = ran.find((p) => p.pod.startsWith(s.jobName ?? "?"));
+    t.equal(text, pod?.containers.find((c) => c.name === "tool")?.log, `${s.stepId}: the tool container's own output, copied whole`);
+  }
+  t.match(await read(`${WS}${run.outputFolder}/logs/align.log`).then(String), /\[M::/, "bwa mem's progress lines are in the align log");
+  t.ok(fakeNode.requests.some((r) => /\/containerLogs\/pods\/.*-flagstat-1-[0-9a-f]+\/tool$/.test(r)), "read through pods/log, from the kubelet of the pod's node");
 
   // run.json: every output's checksum matches the stored file.
   const manifest = RunManifestSchema.parse(JSON.parse((await read(`${WS}${run.outputFolder}/run.json`)).toString()));

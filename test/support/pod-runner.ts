@@ -13,15 +13,22 @@
  * Debian package of the same tool, not the pinned biocontainers image). Mount paths in args,
  * env values and working directories are mapped to the volume directories, the termination
  * message file is passed as `--termination-log`, and the root filesystem is not read-only.
+ *
+ * `startNode` adds the one kubelet API the operator calls: a Node object whose address is a
+ * local HTTPS server answering `GET /containerLogs/<ns>/<pod>/<container>` with what the
+ * container printed. The API server proxies `pods/<name>/log` to it, as to a real kubelet
+ * (the test environment sets no kubelet CA, so its self-signed certificate is accepted).
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import type { JobObject } from "../../core/jobs.js";
 import { completeJob, failJob } from "./job-sim.js";
+import { freePorts } from "./minio.js";
 
 type EnvVar = { name: string; value?: string };
 interface Container {
@@ -64,8 +71,53 @@ export interface PodRunnerOptions {
   operonImage: string;
   /** How to start `operon` (the image's entry point): e.g. [process.execPath, tree.main]. */
   operon: string[];
+  /** The node the pods are recorded on (its kubelet serves their logs); none: no logs. */
+  node?: FakeNode;
   /** Keep the volume directories (for debugging). */
   keep?: boolean;
+}
+
+export interface FakeNode {
+  name: string;
+  /** Container logs by `<namespace>/<pod>/<container>`. */
+  logs: Map<string, string>;
+  /** Log requests the API server proxied here. */
+  requests: string[];
+  stop(): Promise<void>;
+}
+
+/** A Node whose kubelet endpoint is a local HTTPS server serving the recorded container logs. */
+export async function startNode(client: KubeClient, name = "operon-test-node"): Promise<FakeNode> {
+  const dir = mkdtempSync(join(tmpdir(), "operon-node-"));
+  const key = join(dir, "key.pem");
+  const cert = join(dir, "cert.pem");
+  const r = spawnSync(process.env.OPENSSL ?? "openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`openssl: ${r.stderr}`);
+  const logs = new Map<string, string>();
+  const requests: string[] = [];
+  const server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    const url = new URL(req.url ?? "/", "https://127.0.0.1");
+    requests.push(url.pathname);
+    const m = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    const text = m ? logs.get(`${m[1]}/${m[2]}/${m[3]}`) : undefined;
+    if (text === undefined) { res.writeHead(404, { "content-type": "text/plain" }).end("not found\n"); return; }
+    const limit = Number(url.searchParams.get("limitBytes") ?? Infinity);
+    res.writeHead(200, { "content-type": "text/plain" }).end(Buffer.from(text).subarray(0, limit));
+  });
+  const port = (await freePorts(1))[0] as number;
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  await client.request("POST", "/api/v1/nodes", { body: { apiVersion: "v1", kind: "Node", metadata: { name } } });
+  await client.request("PATCH", `/api/v1/nodes/${name}/status`, {
+    patch: "merge",
+    body: { status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }], daemonEndpoints: { kubeletEndpoint: { Port: port } } } },
+  });
+  return {
+    name, logs, requests,
+    async stop() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 const asRoot = process.getuid?.() === 0;
@@ -101,6 +153,7 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
     if (!o.keep) rmSync(root, { recursive: true, force: true });
   }
   const succeeded = runs.length === (spec.initContainers?.length ?? 0) + spec.containers.length && runs.every((r) => r.exitCode === 0);
+  for (const r of runs) o.node?.logs.set(`${o.namespace}/${podName}/${r.name}`, r.log);
   await recordPod(job, tpl, podName, runs, succeeded, started, o);
   if (succeeded) await completeJob(o.client, o.namespace, job);
   else await failJob(o.client, o.namespace, job);
@@ -158,7 +211,7 @@ async function recordPod(job: Job, tpl: NonNullable<NonNullable<Job["spec"]>["te
     body: {
       apiVersion: "v1", kind: "Pod",
       metadata: { name, labels, ...(job.metadata.uid ? { ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata.name, uid: job.metadata.uid, controller: true }] } : {}) },
-      spec: { restartPolicy: "Never", initContainers: (spec.initContainers ?? []).map(strip), containers: spec.containers.map(strip) },
+      spec: { restartPolicy: "Never", ...(o.node ? { nodeName: o.node.name } : {}), initContainers: (spec.initContainers ?? []).map(strip), containers: spec.containers.map(strip) },
     },
   });
   const statusOf = (c: Container) => {
