@@ -276,7 +276,7 @@ async function apiserverCounts(env: TestEnv): Promise<ApiCounts> {
     const m = /^(apiserver_request_total|apiserver_request_duration_seconds_sum)\{([^}]*)\} (\S+)$/.exec(line);
     if (!m) continue;
     const l = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (!["jobs", "pipelineruns", "leases", "events"].includes(l.resource ?? "")) continue;
+    if (!["jobs", "pods", "pipelineruns", "leases", "events"].includes(l.resource ?? "")) continue;
     const key = `${l.verb} ${l.resource}${l.subresource ? `/${l.subresource}` : ""}`;
     const v = Number(m[3]);
     if (m[1] === "apiserver_request_total") { add(out.n, key, v); if (!/^2/.test(l.code ?? "")) add(out.errors, `${key} ${l.code}`, v); }
