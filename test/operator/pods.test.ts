@@ -59,6 +59,8 @@ const fakeNode = await startNode(client);
 t.teardown(() => fakeNode.stop());
 type Job = JobObject & { metadata: { name: string; uid?: string } };
 const pods = new Map<string, Promise<PodRun>>();
+/** Containers started, as "<job>/<container>". */
+const startedContainers = new Set<string>();
 /** Organizations whose pods wait (the node does not run them) until taken out of here. */
 const heldOrgs = new Set<string>();
 let stopped = false;
@@ -67,7 +69,7 @@ const node = (async () => {
     const list = await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: "operon.dev/run" } }).catch(() => ({ items: [] as Job[] }));
     for (const job of list.items) {
       if (pods.has(job.metadata.name) || job.status?.conditions?.length || heldOrgs.has(job.metadata.labels?.["operon.dev/org"] ?? "")) continue;
-      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [process.execPath, tree.main], node: fakeNode });
+      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [process.execPath, tree.main], node: fakeNode, onContainerStart: (j, c) => startedContainers.add(`${j}/${c}`) });
       void run.catch((e: unknown) => logs.push(`pod runner ${job.metadata.name}: ${String(e)}`));
       pods.set(job.metadata.name, run);
     }
@@ -184,6 +186,34 @@ t.test("an input gone before the pod runs: stage-in fails and says which", async
   const [p] = await podsOf(id);
   t.same(p?.containers.map((c) => [c.name, c.exitCode]), [["stage-in", 1]], "only stage-in ran, and failed");
   t.match(run.steps[0]?.error, /stage-in helper exited with code 1: .*data\/vanishing\.bam.*not found/, `the step names the missing input: ${run.steps[0]?.error}`);
+});
+
+t.test("cancel while the tool runs: the Job is suspended, the tool gets SIGTERM, the run is cancelled", async (t) => {
+  // A 20 Mbp reference: bwa index takes seconds, long enough to be stopped midway.
+  const n = 20_000_000;
+  const fasta = Buffer.alloc(6 + n + Math.ceil(n / 60));
+  fasta.write(">chr1\n");
+  let at = 6;
+  for (let i = 0; i < n; i++) {
+    fasta[at++] = "ACGT".charCodeAt(Math.floor(rand() * 4));
+    if (i % 60 === 59 || i === n - 1) fasta[at++] = 10;
+  }
+  await store.put(`${WS}data/big.fa`, fasta.subarray(0, at));
+  const id = await submit({ steps: [{ stepId: "index", toolName: "bwa", parameters: { command: "index", inputFile: "${ref}", outputFile: "big.fa" } }], inputs: [{ name: "ref", type: "file" }] }, { ref: "data/big.fa" });
+  const jobName = await until("the Job", async () => (await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${id}` } })).items[0]?.metadata.name);
+  await until("bwa index running", () => startedContainers.has(`${jobName}/tool`) || undefined, 60_000);
+  const cancelled = await api.engine.cancel((await api.engine.runs.get(id)) as RunRecord);
+  t.ok(cancelled.cancelRequested, "cancel requested");
+  const run = await finished(id);
+  t.equal(run.status, "cancelled");
+  t.equal(run.steps[0]?.status, "cancelled");
+  const p = await pods.get(jobName);
+  t.ok(p?.suspended, "the pod was stopped by the Job's suspension");
+  t.same(p?.containers.map((c) => [c.name, c.exitCode]), [["stage-in", 0], ["tool", 143]], "bwa index got SIGTERM; stage-out never ran");
+  const job = await client.request<Job & { spec: { suspend?: boolean } }>("GET", `${paths.jobs(NS)}/${jobName}`);
+  t.equal(job.spec.suspend, true);
+  t.equal(job.metadata.annotations?.["operon.dev/stopped"], "cancelled", "the Job says why it was stopped");
+  t.notOk(await store.head(`${WS}${run.outputFolder}/big.fa.bwt`), "no output was published");
 });
 
 t.test("the image tree is the Dockerfile's: same COPY lines, production dependencies only, the entry runs", async (t) => {

@@ -62,6 +62,8 @@ export interface PodRun {
   pod: string;
   containers: ContainerRun[];
   succeeded: boolean;
+  /** The Job was suspended meanwhile: the running container got SIGTERM and the pod is gone. */
+  suspended: boolean;
 }
 
 export interface PodRunnerOptions {
@@ -71,6 +73,8 @@ export interface PodRunnerOptions {
   operonImage: string;
   /** How to start `operon` (the image's entry point): e.g. [process.execPath, tree.main]. */
   operon: string[];
+  /** Told when a container starts (e.g. to act while the tool runs). */
+  onContainerStart?: (job: string, container: string) => void;
   /** The node the pods are recorded on (its kubelet serves their logs); none: no logs. */
   node?: FakeNode;
   /** Keep the volume directories (for debugging). */
@@ -142,22 +146,44 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
   const podName = `${job.metadata.name}-${randomBytes(3).toString("hex")}`;
   const started = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
   const runs: ContainerRun[] = [];
+  // A suspended Job has its pods deleted: the running container gets SIGTERM.
+  const suspend = new AbortController();
+  let running = true;
+  const watchSuspend = (async () => {
+    while (running && !suspend.signal.aborted) {
+      const cur = await o.client.request<Job>("GET", `${paths.jobs(o.namespace)}/${encodeURIComponent(job.metadata.name)}`).catch(() => undefined);
+      if (cur?.spec && (cur.spec as { suspend?: boolean }).suspend) suspend.abort();
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
   try {
     const all = [...(spec.initContainers ?? []), ...spec.containers];
     for (const c of all) {
-      const r = await runContainer(c, { volumes, root, uid, gid, podName, o });
+      if (suspend.signal.aborted) break;
+      const r = await runContainer(c, { volumes, root, uid, gid, podName, o, signal: suspend.signal });
       runs.push(r);
       if (r.exitCode !== 0) break; // restartPolicy Never: a failed init container ends the pod
     }
   } finally {
+    running = false;
+    await watchSuspend;
     if (!o.keep) rmSync(root, { recursive: true, force: true });
+  }
+  if (suspend.signal.aborted) {
+    // What the Job controller reports for a suspended Job whose pod it deleted.
+    const t = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    await o.client.request("PATCH", `${paths.jobs(o.namespace)}/${encodeURIComponent(job.metadata.name)}/status`, {
+      patch: "merge",
+      body: { status: { active: 0, ready: 0, conditions: [{ type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended", lastProbeTime: t, lastTransitionTime: t }] } },
+    });
+    return { pod: podName, containers: runs, succeeded: false, suspended: true };
   }
   const succeeded = runs.length === (spec.initContainers?.length ?? 0) + spec.containers.length && runs.every((r) => r.exitCode === 0);
   for (const r of runs) o.node?.logs.set(`${o.namespace}/${podName}/${r.name}`, r.log);
   await recordPod(job, tpl, podName, runs, succeeded, started, o);
   if (succeeded) await completeJob(o.client, o.namespace, job);
   else await failJob(o.client, o.namespace, job);
-  return { pod: podName, containers: runs, succeeded };
+  return { pod: podName, containers: runs, succeeded, suspended: false };
 }
 
 /** An emptyDir volume: world-writable like the kubelet's, group-owned by the fsGroup (setgid). */
@@ -167,7 +193,7 @@ function writeDir(d: string, fsGroup: number): void {
   chmodSync(d, 0o2777);
 }
 
-async function runContainer(c: Container, ctx: { volumes: Map<string, string>; root: string; uid: number; gid: number; podName: string; o: PodRunnerOptions }): Promise<ContainerRun> {
+async function runContainer(c: Container, ctx: { volumes: Map<string, string>; root: string; uid: number; gid: number; podName: string; o: PodRunnerOptions; signal: AbortSignal }): Promise<ContainerRun> {
   const mounts = (c.volumeMounts ?? []).map((m) => ({ path: m.mountPath, dir: ctx.volumes.get(m.name) as string }));
   const remap = (s: string) => {
     for (const m of mounts) {
@@ -191,12 +217,13 @@ async function runContainer(c: Container, ctx: { volumes: Map<string, string>; r
   else argv = [...(c.command ?? []), ...(c.args ?? [])].map((a, i) => (i === 0 ? a : remap(a)));
   const cwd = c.workingDir ? remap(c.workingDir) : ctx.root;
   const { code, log } = await new Promise<{ code: number; log: string }>((resolve) => {
-    const child = spawn(argv[0] as string, argv.slice(1), { cwd, env, ...(asRoot ? { uid: ctx.uid, gid: ctx.gid } : {}), stdio: ["ignore", "pipe", "pipe"] });
+    ctx.o.onContainerStart?.(ctx.podName.replace(/-[0-9a-f]{6}$/, ""), c.name);
+    const child = spawn(argv[0] as string, argv.slice(1), { cwd, env, ...(asRoot ? { uid: ctx.uid, gid: ctx.gid } : {}), stdio: ["ignore", "pipe", "pipe"], signal: ctx.signal, killSignal: "SIGTERM" });
     let out = "";
     child.stdout.on("data", (d: Buffer) => { out += d.toString("utf8"); });
     child.stderr.on("data", (d: Buffer) => { out += d.toString("utf8"); });
-    child.on("error", (e) => resolve({ code: 127, log: `${out}${String(e)}\n` }));
-    child.on("close", (exit, signal) => resolve({ code: exit ?? (signal ? 128 + 9 : 1), log: out }));
+    child.on("error", (e) => { if (!ctx.signal.aborted) resolve({ code: 127, log: `${out}${String(e)}\n` }); });
+    child.on("close", (exit, signal) => resolve({ code: exit ?? (signal === "SIGTERM" ? 143 : signal ? 137 : 1), log: out }));
   });
   return { name: c.name, exitCode: code, message: readFileSync(termLog, "utf8").slice(0, 4096), log };
 }
