@@ -39,7 +39,8 @@ const logs: string[] = [];
 const log = (s: string) => { logs.push(s); };
 
 const operator: Operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log, listen: false, identity: "op-test" });
-const operatorEngine = () => { const e = operator.engine(); if (!e) throw new Error("the operator does not lead"); return e; };
+/** The operator's engine, once it leads (it campaigns for the Lease in the background). */
+const operatorEngine = () => until("the operator to lead", () => operator.engine());
 t.teardown(() => operator.stop());
 const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
 t.teardown(() => api.stop());
@@ -85,7 +86,7 @@ async function getRun(h: Record<string, string>, id: string) {
 
 t.test("Jobs appear in dependsOn order, and only then; the run completes with run.json in S3", async (t) => {
   const h = await org("acme");
-  const counts0 = await stepStartCounts(operatorEngine().metrics);
+  const counts0 = await stepStartCounts((await operatorEngine()).metrics);
   // a → (b, c) → d
   const spec = { id: "diamond", name: "Diamond", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"]), step("c", "${a.outputFile}", ["a"]), step("d", "${b.outputFile}", ["b", "c"])] };
   const run = await submit(h, spec);
@@ -135,7 +136,7 @@ t.test("Jobs appear in dependsOn order, and only then; the run completes with ru
   const done = await until("run completed", async () => { const r = await getRun(h, run.id); return r.status === "completed" ? r : undefined; });
   t.same(done.steps.map((s) => s.status), ["completed", "completed", "completed", "completed"]);
   t.equal((await jobsOf(run.id)).length, 4, "one Job per step, none twice");
-  const counts = await stepStartCounts(operatorEngine().metrics);
+  const counts = await stepStartCounts((await operatorEngine()).metrics);
   t.equal(counts.free - counts0.free, 4, "operon_step_start_latency_seconds counted each of the 4 Jobs once, with a free slot");
   t.equal(counts.waited, counts0.waited);
 
@@ -166,7 +167,7 @@ t.test("Jobs appear in dependsOn order, and only then; the run completes with ru
 t.test("the per-organization limit holds across 3 organizations", async (t) => {
   const orgs = ["org-a", "org-b", "org-c"];
   const hs = await Promise.all(orgs.map(org));
-  const counts0 = await stepStartCounts(operatorEngine().metrics);
+  const counts0 = await stepStartCounts((await operatorEngine()).metrics);
   // Jobs are held (not completed) until every organization is saturated, then released.
   const sim = await startJobSimulator({ client, namespace: NS, store, paused: true, onError: (e) => log(`sim: ${String(e)}`) });
   // Per organization: 3 runs of 3 independent steps = 9 ready steps for 5 slots.
@@ -192,7 +193,7 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
   for (const o of orgs) {
     t.equal(sim.maxActivePerOrg.get(o), 5, `${o}: never more than 5 Jobs active at once, from start to drain`);
   }
-  const counts = await stepStartCounts(operatorEngine().metrics);
+  const counts = await stepStartCounts((await operatorEngine()).metrics);
   t.equal(counts.free + counts.waited - counts0.free - counts0.waited, 27, "every one of the 27 steps counted once in operon_step_start_latency_seconds");
   t.ok(counts.waited - counts0.waited >= 12, `at least 4 steps per organization counted as having waited for a slot (${counts.waited - counts0.waited})`);
   const cr = await client.request<{ status: { conditions: Array<{ type: string; status: string }> } }>("GET", `${paths.pipelineRuns(NS)}/${runs[0]?.id}`);
