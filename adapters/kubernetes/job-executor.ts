@@ -127,11 +127,13 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
    * run's last step (nothing reconciles it again).
    */
   const podLookups = new Map<string, Promise<Pod | undefined>>();
-  function lookUpPod(job: Job): Promise<Pod | undefined> {
+  function lookUpPod(job: Job, fresh: boolean): Promise<Pod | undefined> {
     let p = podLookups.get(job.metadata.name);
     if (!p) {
       p = (async () => {
-        const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${job.metadata.name}` } });
+        // A failure's explanation needs the pod's last state (a consistent read); a log only
+        // needs the pod's name, which the API server's cache has (resourceVersion 0: cheaper).
+        const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${job.metadata.name}`, ...(fresh ? {} : { resourceVersion: "0" }) } });
         for (const pod of list.items) {
           pods.assume(pod);
           index(podsByJob, job.metadata.name, pod.metadata.name, true);
@@ -251,11 +253,11 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         let seen = observeJob(job, pod, tool?.image);
         if (!pod && seen.state.phase === "failed" && !job.metadata.annotations?.[ANNOTATION.stopped]) {
           // The error must say what the pod says: wait for it (failures are rare).
-          pod = await lookUpPod(job).catch((e: unknown) => { opts.onError?.(e); return undefined; });
+          pod = await lookUpPod(job, true).catch((e: unknown) => { opts.onError?.(e); return undefined; });
           if (pod) seen = observeJob(job, pod, tool?.image);
         } else if (!pod && seen.completed) {
           // Outputs can come from storage meanwhile; only the log needs the pod: no waiting.
-          void lookUpPod(job).then((p) => (p ? saveLog(job, p, stepId) : undefined), (e: unknown) => opts.onError?.(e));
+          void lookUpPod(job, false).then((p) => (p ? saveLog(job, p, stepId) : undefined), (e: unknown) => opts.onError?.(e));
         }
         // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
         const ended = endSeen.get(job.metadata.name);
