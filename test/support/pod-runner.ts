@@ -160,7 +160,7 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
     const all = [...(spec.initContainers ?? []), ...spec.containers];
     for (const c of all) {
       if (suspend.signal.aborted) break;
-      const r = await runContainer(c, { volumes, root, uid, gid, podName, o, signal: suspend.signal });
+      const r = await runContainer(c, { volumes, root, uid, gid, podName, jobName: job.metadata.name, o, signal: suspend.signal });
       runs.push(r);
       if (r.exitCode !== 0) break; // restartPolicy Never: a failed init container ends the pod
     }
@@ -193,7 +193,7 @@ function writeDir(d: string, fsGroup: number): void {
   chmodSync(d, 0o2777);
 }
 
-async function runContainer(c: Container, ctx: { volumes: Map<string, string>; root: string; uid: number; gid: number; podName: string; o: PodRunnerOptions; signal: AbortSignal }): Promise<ContainerRun> {
+async function runContainer(c: Container, ctx: { volumes: Map<string, string>; root: string; uid: number; gid: number; podName: string; jobName: string; o: PodRunnerOptions; signal: AbortSignal }): Promise<ContainerRun> {
   const mounts = (c.volumeMounts ?? []).map((m) => ({ path: m.mountPath, dir: ctx.volumes.get(m.name) as string }));
   const remap = (s: string) => {
     for (const m of mounts) {
@@ -217,7 +217,7 @@ async function runContainer(c: Container, ctx: { volumes: Map<string, string>; r
   else argv = [...(c.command ?? []), ...(c.args ?? [])].map((a, i) => (i === 0 ? a : remap(a)));
   const cwd = c.workingDir ? remap(c.workingDir) : ctx.root;
   const { code, log } = await new Promise<{ code: number; log: string }>((resolve) => {
-    ctx.o.onContainerStart?.(ctx.podName.replace(/-[0-9a-f]{6}$/, ""), c.name);
+    ctx.o.onContainerStart?.(ctx.jobName, c.name);
     const child = spawn(argv[0] as string, argv.slice(1), { cwd, env, ...(asRoot ? { uid: ctx.uid, gid: ctx.gid } : {}), stdio: ["ignore", "pipe", "pipe"], signal: ctx.signal, killSignal: "SIGTERM" });
     let out = "";
     child.stdout.on("data", (d: Buffer) => { out += d.toString("utf8"); });
