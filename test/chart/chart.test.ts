@@ -28,7 +28,7 @@ import { createStore } from "../../api-server/server.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { buildImageTree, runtimeEnv } from "../support/image-tree.js";
 import { startJobSimulator } from "../support/job-sim.js";
-import { startTestEnv, type KubectlResult } from "../support/k8s-env.js";
+import { run as runIn, startTestEnv } from "../support/k8s-env.js";
 import { until } from "../support/wait.js";
 import { freePorts } from "../support/minio.js";
 
@@ -45,19 +45,8 @@ try {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-function run(command: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<KubectlResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: opts.cwd ?? repo, env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => { stdout += c; });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => { stderr += c; });
-    child.on("error", (e) => reject(new Error(`could not run ${command}: ${e.message}`, { cause: e })));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(opts.input ?? "");
-  });
-}
+/** A command run from the repository unless told otherwise. */
+const run = (command: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}) => runIn(command, args, { cwd: repo, ...opts });
 
 // helm keeps its cache and configuration in a throwaway folder, not in the user's home.
 const helmHome = await mkdtemp(join(tmpdir(), "operon-helm-"));

@@ -13,7 +13,8 @@ import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js
 
 type Job = JobObject & KubeObject;
 
-const nowIso = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+/** Now, as Kubernetes writes times (RFC 3339, whole seconds). */
+export const nowIso = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 
 /** Uploads what the step declared (as stage-out would), then marks the Job Complete. */
 export async function completeJob(client: KubeClient, namespace: string, job: Job, store?: ObjectStore): Promise<void> {

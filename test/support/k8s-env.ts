@@ -187,9 +187,10 @@ function startProcess(name: string, binary: string, args: string[], env: Record<
   };
 }
 
-function run(command: string, args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<KubectlResult> {
+/** Runs a command to its end with `input` on stdin; its exit code and output, never a throw for a non-zero exit. */
+export function run(command: string, args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: options.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(command, args, { ...(options.cwd ? { cwd: options.cwd } : {}), env: options.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => { stdout += c; });

@@ -27,7 +27,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import type { JobObject } from "../../core/jobs.js";
-import { completeJob, failJob } from "./job-sim.js";
+import { completeJob, failJob, nowIso } from "./job-sim.js";
 import { freePorts } from "./minio.js";
 
 type EnvVar = { name: string; value?: string };
@@ -144,7 +144,7 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
     volumes.set(v.name, d);
   }
   const podName = `${job.metadata.name}-${randomBytes(3).toString("hex")}`;
-  const started = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+  const started = nowIso();
   const runs: ContainerRun[] = [];
   // A suspended Job has its pods deleted: the running container gets SIGTERM.
   const suspend = new AbortController();
@@ -171,7 +171,7 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
   }
   if (suspend.signal.aborted) {
     // What the Job controller reports for a suspended Job whose pod it deleted.
-    const t = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    const t = nowIso();
     await o.client.request("PATCH", `${paths.jobs(o.namespace)}/${encodeURIComponent(job.metadata.name)}/status`, {
       patch: "merge",
       body: { status: { active: 0, ready: 0, conditions: [{ type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended", lastProbeTime: t, lastTransitionTime: t }] } },
@@ -231,7 +231,7 @@ async function runContainer(c: Container, ctx: { volumes: Map<string, string>; r
 /** The Pod a kubelet would have left: one per Job, with each container's end. */
 async function recordPod(job: Job, tpl: NonNullable<NonNullable<Job["spec"]>["template"]>, name: string, runs: ContainerRun[], succeeded: boolean, started: string, o: PodRunnerOptions): Promise<void> {
   const spec = tpl.spec as PodSpec;
-  const t = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+  const t = nowIso();
   const labels = { ...(tpl.metadata?.labels ?? {}), "job-name": job.metadata.name, "batch.kubernetes.io/job-name": job.metadata.name };
   const strip = (c: Container) => ({ name: c.name, image: c.image });
   await o.client.request("POST", paths.pods(o.namespace), {
