@@ -4,10 +4,10 @@ NPM_STAMP := node_modules/.install-stamp
 
 .PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools crds chart-docs
 
-# Debian's bioinformatics tools: the catalogue's local runtime, used by the tests (and, later,
-# by embedded mode). Installed only when one is missing; needs root (or sudo) and apt-get.
-DEBIAN_TOOLS := samtools bcftools tabix bwa bowtie2 hisat2 bedtools fastqc trimmomatic picard-tools minimap2
-TOOL_BINARIES := samtools bcftools tabix bgzip bwa bowtie2 bowtie2-build hisat2 hisat2-build bedtools fastqc TrimmomaticPE TrimmomaticSE PicardCommandLine minimap2 wgsim
+# Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
+# and bubblewrap, the sandbox every embedded step runs in. Installed only when one is missing; needs root (or sudo) and apt-get.
+DEBIAN_TOOLS := samtools bcftools tabix bwa bowtie2 hisat2 bedtools fastqc trimmomatic picard-tools minimap2 bubblewrap
+TOOL_BINARIES := bwrap samtools bcftools tabix bgzip bwa bowtie2 bowtie2-build hisat2 hisat2-build bedtools fastqc TrimmomaticPE TrimmomaticSE PicardCommandLine minimap2 wgsim
 
 check-node:
 	@command -v node >/dev/null || { echo "Node.js 20 or newer is required (apt-get install nodejs, or nodesource)"; exit 1; }

@@ -13,6 +13,7 @@ import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, posix, relative, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { z } from "zod";
+import { normalizeWorkspacePath } from "../core/paths.js";
 import { secondaryCandidates } from "../core/tools/index.js";
 import { StoreError, type ObjectStore, type StepOutput } from "../core/ports.js";
 import type { OutputFile, StagedInput } from "../core/tools/types.js";
@@ -56,32 +57,63 @@ export function secondaryLocal(source: string, candidate: string, local: string)
   return join(dirname(local), localBase.slice(0, Math.max(0, keep)) + candBase.slice(i));
 }
 
+/** One file a step reads: its storage key and where it lands, relative to the working directory. */
+export interface InputFile { param: string; key: string; local: string }
+
+/**
+ * Every input of a plan with whichever of its secondary files exist, as storage keys and
+ * local paths. All paths are checked first; a source that is not a normalized workspace
+ * path is refused (the plan may come from a pod's environment), and a missing primary
+ * file fails naming its parameter.
+ */
+export async function locateInputs(store: ObjectStore, plan: Pick<StepPlan, "workspaceRoot" | "inputs">): Promise<InputFile[]> {
+  for (const input of plan.inputs) {
+    insideOrThrow(input.local, `input ${input.param}: local path`);
+    const n = normalizeWorkspacePath(input.source);
+    if (!n.ok || n.path !== input.source) throw new Error(`input ${input.param}: ${n.ok ? "path is not normalized" : n.reason}`);
+  }
+  const files: InputFile[] = [];
+  for (const input of plan.inputs) {
+    if (!(await store.head(plan.workspaceRoot + input.source))) throw new Error(`input ${input.param}: ${input.source} not found in the workspace`);
+    files.push({ param: input.param, key: plan.workspaceRoot + input.source, local: input.local });
+    for (const cand of secondaryCandidates(input.source)) {
+      const local = secondaryLocal(input.source, cand, input.local);
+      insideOrThrow(local, `input ${input.param}: secondary file`);
+      if (await store.head(plan.workspaceRoot + cand)) files.push({ param: input.param, key: plan.workspaceRoot + cand, local });
+    }
+  }
+  return files;
+}
+
+/** Downloads located input files into `dir`. */
+export async function copyInputs(store: ObjectStore, files: readonly InputFile[], dir: string): Promise<void> {
+  for (const f of files) {
+    const dest = join(dir, f.local);
+    await mkdir(dirname(dest), { recursive: true });
+    try {
+      const { body } = await store.get(f.key);
+      await pipeline(body, createWriteStream(dest));
+    } catch (e) {
+      if (e instanceof StoreError && e.code === "NotFound") throw new Error(`input ${f.param}: ${f.key.split("/").slice(4).join("/")} was deleted while it was staged`, { cause: e });
+      throw e;
+    }
+  }
+}
+
+/** Creates the plan's directories in `dir`, each checked to stay inside it. */
+export async function makeDirs(plan: Pick<StepPlan, "mkdirs">, dir: string): Promise<void> {
+  for (const d of plan.mkdirs) insideOrThrow(d, "directory");
+  for (const d of plan.mkdirs) await mkdir(join(dir, d), { recursive: true });
+}
+
 /**
  * Downloads every input (and whichever of its secondary files exist) into `dir`, then creates
  * the plan's directories. All paths are checked before anything is written.
  */
 export async function stageInputs(store: ObjectStore, plan: Pick<StepPlan, "workspaceRoot" | "inputs" | "mkdirs">, dir: string): Promise<void> {
-  for (const input of plan.inputs) insideOrThrow(input.local, `input ${input.param}: local path`);
   for (const d of plan.mkdirs) insideOrThrow(d, "directory");
-  for (const input of plan.inputs) {
-    const dest = join(dir, input.local);
-    await mkdir(dirname(dest), { recursive: true });
-    try {
-      const { body } = await store.get(plan.workspaceRoot + input.source);
-      await pipeline(body, createWriteStream(dest));
-    } catch (e) {
-      if (e instanceof StoreError && e.code === "NotFound") throw new Error(`input ${input.param}: ${input.source} not found in the workspace`, { cause: e });
-      throw e;
-    }
-    for (const cand of secondaryCandidates(input.source)) {
-      const local = secondaryLocal(input.source, cand, input.local);
-      insideOrThrow(local, `input ${input.param}: secondary file`);
-      if (!(await store.head(plan.workspaceRoot + cand))) continue;
-      const { body } = await store.get(plan.workspaceRoot + cand);
-      await pipeline(body, createWriteStream(join(dir, local)));
-    }
-  }
-  for (const d of plan.mkdirs) await mkdir(join(dir, d), { recursive: true });
+  await copyInputs(store, await locateInputs(store, plan), dir);
+  await makeDirs(plan, dir);
 }
 
 /** The file's real path when it is a regular file inside `realDir`; undefined when absent. */
@@ -129,7 +161,7 @@ const prefix = z.string().min(1).refine((v) => v.endsWith("/"), "must end in /")
 export const stepPlanSchema = z.object({
   workspaceRoot: prefix,
   runRoot: prefix,
-  inputs: z.array(z.object({ param: z.string().min(1), source: z.string().min(1), local: relPath })),
+  inputs: z.array(z.object({ param: z.string().min(1), source: z.string().min(1).refine((v) => { const n = normalizeWorkspacePath(v); return n.ok && n.path === v; }, "must be a normalized workspace path"), local: relPath })),
   outputs: z.array(z.object({ path: relPath, secondary: z.array(relPath) })),
   mkdirs: z.array(relPath),
   stdout: relPath.optional(),

@@ -13,7 +13,7 @@ import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
 import type { Issue } from "../core/issues.js";
 import type { Clock, ObjectStore, RunRecord, RunStore, StepExecutor } from "../core/ports.js";
 import { Ledger } from "../core/quota.js";
-import { resolveInputs } from "../core/spec/resolve.js";
+import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
@@ -137,6 +137,9 @@ export function createEngine(deps: EngineDeps): Engine {
       const spec = input.spec as PipelineSpec;
       const inputs = resolveInputs(spec, input.input);
       if (!inputs.ok) return { ok: false, status: 422, code: "validation_failed", message: inputs.errors.map((e) => e.message).join("; "), errors: inputs.errors };
+      // Every step's parameters as they will be with these inputs: refused now, not at run time.
+      const built = dryBuildSteps(spec, inputs.values, tools);
+      if (built.length) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid with these inputs: ${built.map((e) => `${e.path}: ${e.message}`).join("; ")}`, errors: built };
       const root = workspaceRootOf({ organization: input.organization, workspace: input.workspace });
       // Every file input must exist before anything starts.
       const inputChecksums: RunRecord["inputChecksums"] = {};

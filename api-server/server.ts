@@ -2,7 +2,8 @@
  * Building Operon from the environment and listening. `createRuntime` wires config →
  * storage adapter → service store → app; embedded mode's first start bootstraps an
  * organization, a workspace and one all-scope key (printed once, kept 0600 in the data dir).
- * SIGTERM/SIGINT close the server gracefully: in-flight requests finish first.
+ * SIGTERM/SIGINT close the server gracefully: in-flight requests finish first. An unhandled
+ * rejection or uncaught exception is logged and counted instead of stopping the process.
  */
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
@@ -13,9 +14,11 @@ import type { ObjectStore } from "../core/ports.js";
 import { createLocalObjectStore } from "../adapters/local/object-store.js";
 import { createS3ObjectStore } from "../adapters/s3/object-store.js";
 import { buildApp } from "./app.js";
+import { installLastResortHandlers } from "./last-resort.js";
 import { createEngine, type Engine } from "./engine.js";
 import { createLocalRunStore } from "../adapters/local/run-store.js";
 import { createProcessExecutor } from "../adapters/local/process-executor.js";
+import { SANDBOX_PASSWD, probeSandbox } from "../adapters/local/sandbox.js";
 import { SCOPES, ServiceStore } from "./stores.js";
 
 /** The signing secret: configured, or generated once and kept in the data dir (embedded). */
@@ -46,10 +49,33 @@ export async function createStore(config: Config, secret: string): Promise<Objec
 
 export interface Runtime { config: Config; store: ObjectStore; service: ServiceStore; secret: string }
 
+/**
+ * Whether embedded steps can run in the bubblewrap sandbox here. Where it cannot start,
+ * steps are refused unless OPERON_UNSAFE_NO_SANDBOX=1 allows them unsandboxed, and start-up
+ * says so loudly either way.
+ */
+export async function chooseSandbox(dataDir: string, allowUnsafe: boolean, log: (s: string) => void): Promise<"bwrap" | "off" | { unavailable: string }> {
+  const dir = join(dataDir, "sandbox-probe");
+  await mkdir(dir, { recursive: true });
+  const passwd = join(dir, "passwd");
+  await writeFile(passwd, SANDBOX_PASSWD);
+  const probe = await probeSandbox(dir, passwd);
+  // The sandbox is used wherever it starts: the variable only permits running without it where it cannot.
+  if (probe.ok) return "bwrap";
+  if (allowUnsafe) return warnUnsafe(log, `the sandbox cannot start (${probe.reason})`);
+  log(`WARNING: steps will not run: the step sandbox (bubblewrap) cannot start here: ${probe.reason}. Install bubblewrap (apt-get install bubblewrap), or set OPERON_UNSAFE_NO_SANDBOX=1 to run steps without it.`);
+  return { unavailable: probe.reason };
+}
+
+function warnUnsafe(log: (s: string) => void, why: string): "off" {
+  log(`WARNING: ${why}: pipeline steps run WITHOUT the sandbox. A step can read and write anything this server's user can (other organizations' data, the signing secret) and reach the network. Never do this with untrusted users.`);
+  return "off";
+}
+
 /** Embedded mode's engine: JSON run store and child-process executor under the data dir. */
 export async function createEmbeddedEngine(rt: Runtime, log: (s: string) => void): Promise<{ engine: Engine; stop(): Promise<void> }> {
   const dataDir = resolve(rt.config.OPERON_DATA_DIR);
-  const executor = createProcessExecutor({ dataDir, store: rt.store });
+  const executor = createProcessExecutor({ dataDir, store: rt.store, sandbox: await chooseSandbox(dataDir, rt.config.OPERON_UNSAFE_NO_SANDBOX, log) });
   await executor.recover();
   const engine = createEngine({ runs: createLocalRunStore(dataDir), executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, log });
   return { engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
@@ -88,6 +114,9 @@ export async function startServer(config: Config, log: (s: string) => void): Pro
     engine: parts.engine,
   });
   app.addHook("onClose", async () => { await parts.stop(); });
+  // A stray rejection or throw is logged (one line, no stack) and counted, not fatal.
+  const uninstall = installLastResortHandlers((line) => app.log.error(line), app.operon.metrics.uncaughtErrors);
+  app.addHook("onClose", async () => { uninstall(); });
   app.operon.auth.start();
   await app.listen({ port: config.PORT, host: config.host });
   const base = config.publicUrl;

@@ -1,25 +1,59 @@
 /**
- * Workspace paths. Every user-supplied path (a file key, a `file` input, a spec file) is
- * normalized here, and anything that could escape its workspace is refused: absolute
- * paths, `..`, empty segments, backslashes, NUL and control characters, and `_system/`.
+ * The trust boundary for names. Every user-supplied value that becomes a storage key, a file
+ * path or an argv element passes one of these checks, and the object stores refuse any key
+ * that escaped them anyway (`checkStoreKey`):
+ * - `normalizeWorkspacePath`: a file key, a `file` input, a file parameter, a spec file.
+ *   Absolute paths, `..`, empty segments, backslashes, NUL and control characters,
+ *   percent-encoded separators, Unicode look-alikes of `/`, `\` and `.` (checked on the NFKC
+ *   form too), segments over 255 bytes and `_system/` are refused.
+ * - `checkOutputName`: a step's output name: a relative path inside the run folder, never a
+ *   name the run folder reserves (`run.json`, `logs/`), no segment starting with `-` or `.`.
+ * - `checkArgument`: an element of a step's `args`: nothing that can name a file outside the
+ *   step's own working directory or a URL (no `/`, `\`, `..`, `@file`, `~`).
  */
 
 export type PathResult = { ok: true; path: string } | { ok: false; reason: string };
 
+/** A path segment's limit in UTF-8 bytes (NAME_MAX of Linux file systems). */
+export const MAX_SEGMENT_BYTES = 255;
+/** A workspace path's limit in characters. */
+export const MAX_PATH_CHARS = 1024;
+/** Names the run folder keeps for itself: the manifest and the step logs' folder. */
+export const RESERVED_RUN_NAMES: readonly string[] = ["run.json", "logs"];
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
+
+/** Why a string is unfit to be any part of a path, whatever its position; undefined when fit. */
+function hostileCharacters(input: string): string | undefined {
+  if (CONTROL.test(input)) return "contains a control or invisible formatting character";
+  if (input.includes("\\")) return "contains a backslash";
+  // Look-alikes (fullwidth solidus, one-dot leader, …) that a later NFKC step would turn
+  // into separators or dots: refused, so no other system can read a different path.
+  const folded = input.normalize("NFKC");
+  if (folded !== input && (folded.includes("\\") || folded.split("/").length !== input.split("/").length
+    || folded.split("/").some((s) => s === "." || s === "..") || CONTROL.test(folded))) {
+    return "contains a Unicode look-alike of a separator or dot";
+  }
+  return undefined;
+}
+
+const utf8Length = (s: string) => new TextEncoder().encode(s).length;
+
 /** Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. */
 export function normalizeWorkspacePath(input: string): PathResult {
   if (typeof input !== "string" || input.length === 0) return { ok: false, reason: "path is empty" };
-  if (input.length > 1024) return { ok: false, reason: "path is longer than 1024 characters" };
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(input)) return { ok: false, reason: "path contains a control character" };
-  if (input.includes("\\")) return { ok: false, reason: "path contains a backslash" };
+  if (input.length > MAX_PATH_CHARS) return { ok: false, reason: `path is longer than ${MAX_PATH_CHARS} characters` };
+  const hostile = hostileCharacters(input);
+  if (hostile) return { ok: false, reason: `path ${hostile}` };
   if (input.startsWith("/")) return { ok: false, reason: "path must be relative to the workspace" };
   const segs = input.split("/");
   const out: string[] = [];
   for (const [i, s] of segs.entries()) {
     if (s === "." && i === 0) continue;
-    if (s === "" ) return { ok: false, reason: "path has an empty segment" };
+    if (s === "") return { ok: false, reason: "path has an empty segment" };
     if (s === "." || s === "..") return { ok: false, reason: `path may not contain "${s}" segments` };
+    if (utf8Length(s) > MAX_SEGMENT_BYTES) return { ok: false, reason: `path has a segment longer than ${MAX_SEGMENT_BYTES} bytes` };
     // Percent-encoded separators and dot segments are refused too, so that no later
     // decoding (by a proxy, a shell, another tool) can turn them into a way out.
     if (/%(2e|2f|5c|00)/i.test(s)) {
@@ -32,4 +66,60 @@ export function normalizeWorkspacePath(input: string): PathResult {
   if (out.length === 0) return { ok: false, reason: "path is empty" };
   if (out[0] === "_system") return { ok: false, reason: "_system/ is reserved" };
   return { ok: true, path: out.join("/") };
+}
+
+/**
+ * A step's output name (the user's `outputFile`, or a name a command derives): a normalized
+ * relative path inside the run folder (sub-folders are created for it), no segment starting
+ * with `-` (an option) or `.` (hidden), and never one of the run folder's reserved names
+ * (`run.json`, `logs/`) at its top.
+ */
+export function checkOutputName(input: string): PathResult {
+  const n = normalizeWorkspacePath(input);
+  if (!n.ok) return { ok: false, reason: n.reason.replace(/^path/, "name") };
+  if (n.path !== input) return { ok: false, reason: "name is not normalized (write it without \"./\")" };
+  const segs = input.split("/");
+  if (segs.some((s) => s.startsWith("-"))) return { ok: false, reason: "must not start with \"-\" (in any segment)" };
+  if (segs.some((s) => s.startsWith("."))) return { ok: false, reason: "must not start with \".\" (in any segment)" };
+  if (RESERVED_RUN_NAMES.includes(segs[0] as string)) return { ok: false, reason: `${JSON.stringify(segs[0])} is reserved by the run folder` };
+  return { ok: true, path: input };
+}
+
+/**
+ * One element of a step's `args` (DESIGN §6: extra arguments, each its own argv element).
+ * Options are free, but nothing may name a file outside the step's working directory or a
+ * URL: no `/` at all (so no absolute path, no sub-path, no `scheme://`), no `\`, no `..`,
+ * no `~` (home), no `@` in front (response files, bcftools `@file` lists), no control
+ * characters. A relative name such as `-U unpaired.sam` stays inside the step's own working
+ * directory, which the sandbox (embedded) or the pod (cluster) confines.
+ */
+export function checkArgument(input: string): string | undefined {
+  if (typeof input !== "string") return "must be a string";
+  if (input.length > 4096) return "is longer than 4096 characters";
+  const hostile = hostileCharacters(input);
+  if (hostile) return hostile;
+  if (input.includes("/")) return "must not contain \"/\": arguments may not name paths or URLs (pass files as file parameters)";
+  if (/(^|[=:,])\.\.($|[=:,])/.test(input) || input === ".") return "must not name \"..\" or \".\"";
+  if (/(^|[=:,])~/.test(input)) return "must not name a home directory (\"~\")";
+  if (/(^|[=:,])@/.test(input)) return "must not name a response file (\"@…\")";
+  return undefined;
+}
+
+/**
+ * The layer below: an object store refuses any key that is not already normalized (no empty,
+ * `.` or `..` segment, nothing absolute, no backslash or control character, no over-long
+ * segment), whatever route or step produced it.
+ */
+export function checkStoreKey(key: string): string | undefined {
+  if (typeof key !== "string" || key.length === 0) return "empty key";
+  if (key.startsWith("/")) return "absolute key";
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f\\]/.test(key)) return "key holds a control character or backslash";
+  const segs = key.split("/");
+  for (const [i, s] of segs.entries()) {
+    if (s === "" && i === segs.length - 1) continue; // a prefix ending in "/"
+    if (s === "" || s === "." || s === "..") return "key has an empty, \".\" or \"..\" segment";
+    if (utf8Length(s) > MAX_SEGMENT_BYTES) return `key has a segment longer than ${MAX_SEGMENT_BYTES} bytes`;
+  }
+  return undefined;
 }

@@ -84,11 +84,17 @@ export interface ObjectStore {
    * stores that own their data (the local one). Lets callers cache listings safely.
    */
   version?(): number;
+  /**
+   * Optional, for stores that keep objects as local files (the local one): the file holding
+   * `key`, which callers only read (the step sandbox mounts it read-only); undefined when
+   * the store has no such file.
+   */
+  localPath?(key: string): string | undefined;
 }
 
 /** Errors every ObjectStore adapter throws, so callers can map them to HTTP statuses. */
 export class StoreError extends Error {
-  constructor(readonly code: "NotFound" | "PreconditionFailed" | "TooLarge" | "RangeNotSatisfiable" | "Unavailable", message: string) {
+  constructor(readonly code: "NotFound" | "PreconditionFailed" | "TooLarge" | "RangeNotSatisfiable" | "Unavailable" | "InvalidKey", message: string) {
     super(message);
     this.name = "StoreError";
   }

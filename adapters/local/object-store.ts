@@ -9,11 +9,12 @@ import { createHash, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createReadStream, createWriteStream } from "node:fs";
 import { link, mkdir, readFile, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ByteRange, ByteStream, Clock, GetResult, ListOptions, ListPage, ObjectInfo, ObjectStore, PresignOptions, PutOptions } from "../../core/ports.js";
 import { StoreError } from "../../core/ports.js";
+import { checkedKey } from "../key-guard.js";
 import { presignUrl } from "./presign.js";
 
 export interface LocalStoreConfig {
@@ -43,11 +44,20 @@ class Meter extends Transform {
 
 export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   const clock = config.clock ?? systemClock;
-  const objects = join(config.root, "objects");
-  const meta = join(config.root, "meta");
-  const tmp = join(config.root, "tmp");
-  const pathOf = (key: string) => join(objects, key);
-  const metaOf = (key: string) => join(meta, `${key}.json`);
+  const objects = resolve(config.root, "objects");
+  const meta = resolve(config.root, "meta");
+  const tmp = resolve(config.root, "tmp");
+  /**
+   * The layer below the normalizer: a key that is not already normalized, or that would
+   * resolve outside this store's root, is refused whatever produced it.
+   */
+  const checked = checkedKey;
+  const inside = (base: string, path: string): string => {
+    if (path !== base && !path.startsWith(base + sep)) throw new StoreError("InvalidKey", "invalid storage key: outside the store");
+    return path;
+  };
+  const pathOf = (key: string) => inside(objects, resolve(objects, checked(key)));
+  const metaOf = (key: string) => inside(meta, resolve(meta, `${checked(key)}.json`));
   const locks = new Map<string, Promise<unknown>>();
 
   /**
@@ -88,8 +98,9 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   }
 
   async function info(key: string, withMeta = true): Promise<ObjectInfo | undefined> {
+    const path = pathOf(key);
     let st;
-    try { st = await stat(pathOf(key)); } catch { return undefined; }
+    try { st = await stat(path); } catch { return undefined; }
     if (!st.isFile()) return undefined;
     const s = withMeta ? await readSidecar(key) : undefined;
     return {
@@ -101,6 +112,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   }
 
   async function put(key: string, body: ByteStream | Uint8Array | string, options: PutOptions = {}): Promise<ObjectInfo> {
+    pathOf(key); metaOf(key); // refused before a byte is written
     await mkdir(tmp, { recursive: true });
     const t = join(tmp, randomUUID());
     const meter = new Meter(options.maxBytes ?? Number.MAX_SAFE_INTEGER);
@@ -159,6 +171,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
    * `name/`, which yields keys in byte order; keys up to the cursor are skipped.
    */
   async function list(prefix: string, options: ListOptions): Promise<ListPage> {
+    if (prefix !== "") checked(prefix);
     const items: ObjectInfo[] = [];
     const cut = prefix.lastIndexOf("/");
     const baseDir = cut >= 0 ? prefix.slice(0, cut + 1) : "";
@@ -206,6 +219,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   }
 
   async function del(key: string): Promise<void> {
+    checked(key);
     await rm(pathOf(key), { force: true });
     await rm(metaOf(key), { force: true });
     invalidate(key);
@@ -231,9 +245,10 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     list,
     delete: del,
     describe,
-    presignGet: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "GET", key, expires: expires(o) }),
-    presignPut: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "PUT", key, expires: expires(o), ...(o.contentType ? { contentType: o.contentType } : {}) }),
+    presignGet: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "GET", key: checked(key), expires: expires(o) }),
+    presignPut: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "PUT", key: checked(key), expires: expires(o), ...(o.contentType ? { contentType: o.contentType } : {}) }),
     ping: async () => { await mkdir(objects, { recursive: true }); await stat(objects); },
+    localPath: (key) => pathOf(key),
     version: () => generation,
   };
 }

@@ -1,23 +1,28 @@
 /**
- * Embedded mode's StepExecutor: each step is a child process (argv array, never a shell) in
- * its own working directory under `<data dir>/work/<run>/<step>-<attempt>/`, with a clean
- * environment. Inputs are staged from the object store with their secondary files
- * (adapters/staging.ts, shared with cluster mode's step pods); stdout
- * goes to the declared file (or the log), stderr to the log; on success every declared
- * output is uploaded to the run folder with its SHA-256. A step's state is kept in a file
- * beside it, so a restarted server still knows what finished. Policy for a step whose
- * process vanished (the server stopped while it ran): it is forgotten and started again as
- * the next attempt, since it produced nothing that was published.
+ * Embedded mode's StepExecutor: each step is a child process (argv array, never a shell)
+ * inside an OS sandbox (sandbox.ts: bubblewrap) that sees only its own working directory
+ * `<data dir>/work/<run>/<step>-<attempt>/work/` (as `/work`), its scratch `/tmp`, the
+ * system's tool paths read-only and its inputs, with a clean environment and no network.
+ * Inputs come from the object store with their secondary files (adapters/staging.ts,
+ * shared with cluster mode's step pods): mounted read-only where the store keeps them as
+ * local files, else copied. stdout goes to the declared file (or the log), stderr to the
+ * log; on success every declared output is uploaded to the run folder with its SHA-256.
+ * The step's state and log sit beside its working directory, out of the tool's reach, so a
+ * restarted server still knows what finished. Policy for a step whose process vanished
+ * (the server stopped while it ran): it is forgotten and started again as the next attempt,
+ * since it produced nothing that was published. Every error of one step fails that step
+ * with a message free of server paths; none escapes to stop the process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { createReadStream, openSync, closeSync } from "node:fs";
-import { access, constants, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
-import { delimiter, join } from "node:path";
+import { access, constants, mkdir, open, readFile, readdir, realpath, rm, writeFile } from "node:fs/promises";
+import { delimiter, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepTask } from "../../core/ports.js";
-import { publishOutputs, stageInputs } from "../staging.js";
+import { copyInputs, locateInputs, makeDirs, publishOutputs } from "../staging.js";
+import { SANDBOX_PASSWD, SANDBOX_TMP, SANDBOX_WORKDIR, bwrapArgv, type SandboxBind } from "./sandbox.js";
 
 const KILL_GRACE_MS = 5000;
 const LOG_TAIL = 2000;
@@ -30,7 +35,19 @@ export interface ProcessExecutorOptions {
   clock?: Clock;
   /** PATH for the tools (default: the server's PATH). */
   path?: string;
+  /**
+   * `bwrap` (default): every step runs in the bubblewrap sandbox. `off`: plain child
+   * processes (only with OPERON_UNSAFE_NO_SANDBOX=1). `{ unavailable }`: the sandbox could not
+   * start here and unsandboxed steps were not allowed: every step fails with the reason.
+   */
+  sandbox?: "bwrap" | "off" | { unavailable: string };
+  /** In the sandbox, mount inputs the store keeps as local files read-only instead of copying them (default true). */
+  mountInputs?: boolean;
 }
+
+/** Where a step's files are: its state and log beside the tool's working directory, never in it. */
+interface StepDirs { dir: string; work: string; tmp: string; log: string }
+const dirsOf = (dir: string): StepDirs => ({ dir, work: join(dir, "work"), tmp: join(dir, "tmp"), log: join(dir, "step.log") });
 
 export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecutor & { recover(): Promise<void>; shutdown(): Promise<void> } {
   const clock = opts.clock ?? { now: () => Date.now() };
@@ -40,7 +57,12 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   events.setMaxListeners(100);
   const versionCache = new Map<string, Promise<{ path: string; sha256: string; version: string | null } | undefined>>();
   const PATH = opts.path ?? process.env.PATH ?? "/usr/bin:/bin";
+  const sandbox = opts.sandbox ?? "bwrap";
+  const mountInputs = opts.mountInputs ?? true;
   let stopping = false;
+  /** A message for the step record and clients: no server path in it. */
+  const scrub = (e: Entry, m: string) => m.split(`${e.dir}/work/`).join("").split(`${e.dir}/`).join("").split(e.dir).join("<step>").split(opts.dataDir).join("<data dir>");
+  const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
   const stepsOf = (runId: string) => { let m = runs.get(runId); if (!m) { m = new Map(); runs.set(runId, m); } return m; };
   const changed = (runId: string) => events.emit("change", runId);
@@ -107,23 +129,47 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     try { const s = await readFile(file, "utf8"); return s.slice(-LOG_TAIL); } catch { return ""; }
   }
 
+  /** Copies the step's log to the run folder; a log that cannot be read is noted, never thrown. */
+  async function publishLog(task: StepTask, log: string): Promise<void> {
+    let fh;
+    try { fh = await open(log, "r"); } catch { return; }
+    try { await opts.store.put(`${task.runRoot}logs/${task.stepId}.log`, fh.createReadStream({ autoClose: false })); } catch { /* the step's outcome stands without its log */ } finally { await fh.close().catch(() => undefined); }
+  }
+
   async function run(task: StepTask, e: Entry): Promise<void> {
-    const log = join(e.dir, "step.log");
+    const d = dirsOf(e.dir);
+    const log = d.log;
     const finish = async (state: Partial<ObservedStepState>) => {
       // Stopping the server is not the end of a step: leave its state "running", so the next
       // start finds it lost and runs it again.
       if (stopping) return;
-      e.state = { ...e.state, ...state, finishedAt: clock.now() };
+      e.state = { ...e.state, ...state, ...(state.message !== undefined ? { message: scrub(e, state.message) } : {}), finishedAt: clock.now() };
       delete e.child;
       await persist(task.runId, task.stepId, e);
-      try { await opts.store.put(`${task.runRoot}logs/${task.stepId}.log`, createReadStream(log)); } catch { /* no log yet */ }
+      await publishLog(task, log);
       changed(task.runId);
     };
+    if (typeof sandbox === "object") {
+      await finish({ phase: "failed", exitCode: null, message: `steps are not run: the step sandbox cannot start here (${sandbox.unavailable}); install bubblewrap, or set OPERON_UNSAFE_NO_SANDBOX=1 to run steps unsandboxed` });
+      return;
+    }
+    const binds: SandboxBind[] = [];
     try {
-      await stageInputs(opts.store, { workspaceRoot: task.workspaceRoot, inputs: task.invocation.inputs, mkdirs: task.invocation.mkdirs }, e.dir);
+      const files = await locateInputs(opts.store, { workspaceRoot: task.workspaceRoot, inputs: task.invocation.inputs });
+      // Inputs that are also outputs (an index step's file) are copied: the tool writes beside
+      // them and publishing reads them from the working directory.
+      const outputs = new Set(task.invocation.outputs.flatMap((o) => [o.path, ...o.secondary]));
+      const copies = [];
+      for (const f of files) {
+        const host = sandbox === "bwrap" && mountInputs && !outputs.has(f.local) ? opts.store.localPath?.(f.key) : undefined;
+        if (host) binds.push({ host, path: `${SANDBOX_WORKDIR}/${f.local}`, readOnly: true });
+        else copies.push(f);
+      }
+      await copyInputs(opts.store, copies, d.work);
+      await makeDirs(task.invocation, d.work);
     } catch (err) {
-      await writeFile(log, `staging failed: ${err instanceof Error ? err.message : String(err)}\n`, { flag: "a" });
-      await finish({ phase: "failed", exitCode: null, message: err instanceof Error ? err.message : String(err) });
+      await writeFile(log, `staging failed: ${scrub(e, messageOf(err))}\n`, { flag: "a" });
+      await finish({ phase: "failed", exitCode: null, message: messageOf(err) });
       return;
     }
     if (e.killReason) {
@@ -136,15 +182,46 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       return;
     }
     e.state = { ...e.state, toolVersion: exe.version, imageDigest: null, executable: { path: exe.path, sha256: exe.sha256 } };
-    const logFd = openSync(log, "a");
-    const outFd = task.invocation.stdout ? openSync(join(e.dir, task.invocation.stdout), "w") : logFd;
-    const env = { PATH, HOME: e.dir, LANG: "C.UTF-8", TMPDIR: join(e.dir, "tmp") };
-    await mkdir(env.TMPDIR, { recursive: true });
-    const child = spawn(task.invocation.argv[0] as string, task.invocation.argv.slice(1), { cwd: e.dir, env, stdio: ["ignore", outFd, logFd], detached: false });
+    let logFd: number;
+    let outFd: number;
+    let argv: string[];
+    let env: Record<string, string>;
+    let cwd: string;
+    try {
+      await mkdir(d.tmp, { recursive: true });
+      logFd = openSync(log, "a");
+      outFd = task.invocation.stdout ? openSync(join(d.work, task.invocation.stdout), "w") : logFd;
+      if (sandbox === "bwrap") {
+        const passwd = join(e.dir, "passwd");
+        await writeFile(passwd, SANDBOX_PASSWD);
+        // A tool installed outside /usr (e.g. a gatk launcher in /opt) is mounted read-only too.
+        const exeDir = dirname(await realpath(exe.path));
+        if (!exeDir.startsWith("/usr/")) binds.unshift({ host: exeDir, path: exeDir, readOnly: true });
+        env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: SANDBOX_WORKDIR, LANG: "C.UTF-8", TMPDIR: SANDBOX_TMP };
+        argv = bwrapArgv({ workDir: d.work, tmpDir: d.tmp, passwdFile: passwd, binds, env, argv: [exe.path, ...task.invocation.argv.slice(1)] });
+        cwd = d.work;
+      } else {
+        env = { PATH, HOME: d.work, LANG: "C.UTF-8", TMPDIR: d.tmp };
+        argv = [...task.invocation.argv];
+        cwd = d.work;
+      }
+    } catch (err) {
+      await finish({ phase: "failed", exitCode: null, message: `the step could not be started: ${messageOf(err)}` });
+      return;
+    }
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0] as string, argv.slice(1), { cwd, env: sandbox === "bwrap" ? { PATH: "/usr/bin:/bin" } : env, stdio: ["ignore", outFd, logFd], detached: false });
+    } catch (err) {
+      closeSync(logFd);
+      if (outFd !== logFd) closeSync(outFd);
+      await finish({ phase: "failed", exitCode: null, message: `the step could not be started: ${messageOf(err)}` });
+      return;
+    }
     e.child = child;
     // Listen before anything else is awaited: a quick tool may exit at once.
     const exited = new Promise<number | null>((resolve) => {
-      child.on("error", (err) => { void writeFile(log, `${err.message}\n`, { flag: "a" }); resolve(null); });
+      child.on("error", (err) => { void writeFile(log, `${scrub(e, err.message)}\n`, { flag: "a" }).catch(() => undefined); resolve(null); });
       child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : null)));
     });
     if (e.killReason) terminate(e); // told to stop while it was being started
@@ -161,7 +238,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       return;
     }
     try {
-      const outputs = await publishOutputs(opts.store, { runRoot: task.runRoot, outputs: task.invocation.outputs }, e.dir);
+      const outputs = await publishOutputs(opts.store, { runRoot: task.runRoot, outputs: task.invocation.outputs }, d.work);
       await finish({ phase: "completed", exitCode: 0, outputs });
     } catch (err) {
       await finish({ phase: "failed", exitCode: 0, message: err instanceof Error ? err.message : String(err) });
@@ -175,13 +252,14 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       if (known && known.state.attempt >= task.attempt) return;
       const dir = join(root, task.runId, `${task.stepId}-${task.attempt}`);
       await rm(dir, { recursive: true, force: true });
-      await mkdir(dir, { recursive: true });
+      await mkdir(dirsOf(dir).work, { recursive: true });
       const e: Entry = { state: { phase: "running", attempt: task.attempt, startedAt: clock.now() }, dir };
       steps.set(task.stepId, e);
       await persist(task.runId, task.stepId, e);
       changed(task.runId);
       void run(task, e).catch(async (err: unknown) => {
-        e.state = { ...e.state, phase: "failed", message: err instanceof Error ? err.message : String(err), finishedAt: clock.now() };
+        delete e.child;
+        e.state = { ...e.state, phase: "failed", message: scrub(e, messageOf(err)), finishedAt: clock.now() };
         await persist(task.runId, task.stepId, e).catch(() => undefined);
         changed(task.runId);
       });

@@ -39,6 +39,7 @@ import {
 import type { CompletedPart } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { guardKeys } from "../key-guard.js";
 import { StoreError } from "../../core/ports.js";
 import type {
   ByteRange, ByteStream, GetResult, ListOptions, ListPage, ObjectInfo, ObjectStore, PresignOptions, PutOptions,
@@ -341,7 +342,7 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
       }
     },
   };
-  return store;
+  return guardKeys(store);
 }
 
 function copySource(bucket: string, key: string): string {

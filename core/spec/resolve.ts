@@ -5,6 +5,7 @@
 import { interpolate, type OutputName, type Reference } from "../interpolate.js";
 import { pointer, type Issue } from "../issues.js";
 import { normalizeWorkspacePath } from "../paths.js";
+import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../tools/index.js";
 import type { PipelineSpec, PipelineStep } from "./schema.js";
 
 export type InputResolution = { ok: true; values: Record<string, string> } | { ok: false; errors: Issue[] };
@@ -60,4 +61,28 @@ export function resolveStepParameters(step: Pick<PipelineStep, "parameters">, in
     return { ok: false, errors: unresolved.map((raw) => ({ code: "unresolved_reference", path: pointer("parameters"), message: `${raw} could not be resolved` })) };
   }
   return { ok: true, parameters: value };
+}
+
+/**
+ * Builds every step's argv once before anything runs, with the run's input values and a
+ * stand-in path for each earlier step's output: parameter values that are only known to be
+ * wrong once interpolated (an output named `${sampleName}.bam` with sampleName `-rf`, an
+ * input that climbs out of the workspace, an index step whose file is named `run.json`)
+ * become issues at their JSON pointer, so a run is refused before it starts. Steps whose
+ * tool is unknown or whose references do not resolve are left to `validateSpec`.
+ */
+export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue, skip: ReadonlySet<number> = new Set()): Issue[] {
+  const issues: Issue[] = [];
+  const standIn: OutputLookup = (stepId, output) => `pipelines/run/${stepId}.${output === "outputFile" ? "out" : "out2"}`;
+  spec.steps.forEach((step, i) => {
+    if (skip.has(i)) return;
+    const tool = tools.get(step.toolName);
+    if (!tool) return;
+    const params = resolveStepParameters(step, inputs, standIn);
+    if (!params.ok) return;
+    const built = buildInvocation(tool, params.parameters, { runtime: "local" });
+    if (built.ok) return;
+    for (const e of built.errors) issues.push({ ...e, path: pointer("steps", i, "parameters") + e.path });
+  });
+  return issues;
 }

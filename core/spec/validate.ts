@@ -10,7 +10,9 @@ import { buildDag } from "../dag.js";
 import { OUTPUT_NAMES, findReferences, type OutputName } from "../interpolate.js";
 import { IssueList, closest, pointer, type ValidationResult } from "../issues.js";
 import { defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue } from "../tools/index.js";
-import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
+import { normalizeWorkspacePath } from "../paths.js";
+import { dryBuildSteps } from "./resolve.js";
+import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS, type PipelineSpec } from "./schema.js";
 
 export interface ValidationContext {
   tools: ToolCatalogue;
@@ -24,6 +26,7 @@ export function validateSpec(spec: unknown, context: ValidationContext = { tools
   const issues = new IssueList();
   try {
     check(spec, context, issues);
+    dryBuild(spec, context, issues);
   } catch (e) {
     issues.error("internal_error", "", `validation stopped unexpectedly: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -169,6 +172,32 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
       }
     }
   });
+}
+
+/**
+ * Every step that has no error yet is built once with the inputs' defaults (steps reading an
+ * input without a default are skipped): what only interpolation reveals (an output name made
+ * of a default that starts with "-", a derived name that is reserved) is reported here, as a
+ * run would refuse it at submission.
+ */
+function dryBuild(spec: unknown, { tools }: ValidationContext, issues: IssueList): void {
+  if (!isObject(spec) || !Array.isArray(spec.steps) || issues.errors.some((e) => e.path === "" || e.path === "/steps")) return;
+  const defaults: Record<string, string> = {};
+  asArray(spec.inputs).forEach((inp, i) => {
+    if (!isObject(inp) || typeof inp.name !== "string" || typeof inp.default !== "string") return;
+    if (inp.type === "file") {
+      const n = normalizeWorkspacePath(inp.default);
+      if (!n.ok) { issues.error("invalid_default", pointer("inputs", i, "default"), `the default of file input "${inp.name}": ${n.reason}`); return; }
+      defaults[inp.name] = n.path;
+    } else defaults[inp.name] = inp.default;
+  });
+  const skip = new Set<number>();
+  spec.steps.forEach((st, i) => {
+    const at = pointer("steps", i);
+    if (!isObject(st) || typeof st.toolName !== "string" || issues.errors.some((e) => e.path === at || e.path.startsWith(`${at}/`))) skip.add(i);
+  });
+  if (skip.size === spec.steps.length) return;
+  for (const e of dryBuildSteps(spec as Pick<PipelineSpec, "steps">, defaults, tools, skip)) issues.error(e.code, e.path, e.message);
 }
 
 function positionalWarning(producer: unknown, producerIndex: number, stepId: string, output: OutputName, at: () => string, warned: Set<string>, issues: IssueList): void {

@@ -5,9 +5,10 @@
  */
 import { z } from "zod";
 import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./types.js";
-import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optText, optValue, out, outputPath, program, stem, text, value } from "./params.js";
 
-const readGroup = () => str().optional();
+const readGroup = () => value().optional();
+const readGroupId = () => text().optional();
 
 function indexCommand(description: string, prog: (ctx: BuildContext) => readonly string[], suffixes: readonly string[],
   argv: (p: Params, ref: string) => string[]): CommandDefinition {
@@ -56,7 +57,7 @@ export const bwa: ToolDefinition = {
       build(p, ctx) {
         const { s, ref, r1, r2, output } = stageReads(p);
         return invocation(program(ctx, ["bwa"]), [
-          "mem", ...flag("-t", optInt(p, "threads")), ...flag("-R", optStr(p, "readGroup")), ...(optBool(p, "markShorterSplits") ? ["-M"] : []),
+          "mem", ...flag("-t", optInt(p, "threads")), ...flag("-R", optValue(p, "readGroup")), ...(optBool(p, "markShorterSplits") ? ["-M"] : []),
           ...extraArgs(p), ref, r1, ...(r2 ? [r2] : []),
         ], s, [out(output)], { stdout: output });
       },
@@ -75,7 +76,7 @@ export const bowtie2: ToolDefinition = {
   image: "quay.io/biocontainers/bowtie2:2.5.4--he96a11b_6",
   localExecutables: ["bowtie2", "bowtie2-build"],
   fileParams: ["inputFile", "inputFile2", "reference"],
-  inputSchema: z.strictObject({ ...commonParams("bowtie2", BT2), preset: oneOf(["very-fast", "fast", "sensitive", "very-sensitive"]).optional(), readGroupId: readGroup() }),
+  inputSchema: z.strictObject({ ...commonParams("bowtie2", BT2), preset: oneOf(["very-fast", "fast", "sensitive", "very-sensitive"]).optional(), readGroupId: readGroupId() }),
   commands: {
     build: indexCommand("Build the index of a reference FASTA, using the reference path as index prefix.",
       (ctx) => program(ctx, ["bowtie2-build"]), BT2_SUFFIXES, (p, ref) => [...flag("--threads", optInt(p, "threads")), ...extraArgs(p), ref, ref]),
@@ -86,7 +87,7 @@ export const bowtie2: ToolDefinition = {
         const { s, output, readArgs } = stageIndexedReads(p);
         const preset = optEnum(p, "preset", ["very-fast", "fast", "sensitive", "very-sensitive"]);
         return invocation(program(ctx, ["bowtie2"]), [
-          ...flag("-p", optInt(p, "threads")), ...(preset ? [`--${preset}`] : []), ...flag("--rg-id", optStr(p, "readGroupId")),
+          ...flag("-p", optInt(p, "threads")), ...(preset ? [`--${preset}`] : []), ...flag("--rg-id", optText(p, "readGroupId")),
           ...extraArgs(p), ...readArgs, "-S", output,
         ], s, [out(output)]);
       },
@@ -104,7 +105,7 @@ export const hisat2: ToolDefinition = {
   image: "quay.io/biocontainers/hisat2:2.2.1--h1b792b2_3",
   localExecutables: ["hisat2", "hisat2-build"],
   fileParams: ["inputFile", "inputFile2", "reference"],
-  inputSchema: z.strictObject({ ...commonParams("hisat2", HT2), noSpliced: bool().optional(), readGroupId: readGroup() }),
+  inputSchema: z.strictObject({ ...commonParams("hisat2", HT2), noSpliced: bool().optional(), readGroupId: readGroupId() }),
   commands: {
     build: indexCommand("Build the HISAT2 index of a reference FASTA, using the reference path as index prefix.",
       (ctx) => program(ctx, ["hisat2-build"]), HT2_SUFFIXES, (p, ref) => [...flag("-p", optInt(p, "threads")), ...extraArgs(p), ref, ref]),
@@ -116,7 +117,7 @@ export const hisat2: ToolDefinition = {
         const summary = outputPath(p, "outputFile2", `${stem(r1)}.hisat2-summary.txt`);
         return invocation(program(ctx, ["hisat2"]), [
           ...flag("-p", optInt(p, "threads")), ...(optBool(p, "noSpliced") ? ["--no-spliced-alignment"] : []),
-          ...flag("--rg-id", optStr(p, "readGroupId")), "--summary-file", summary,
+          ...flag("--rg-id", optText(p, "readGroupId")), "--summary-file", summary,
           ...extraArgs(p), ...readArgs, "-S", output,
         ], s, [out(output), out(summary)]);
       },
@@ -152,7 +153,7 @@ export const minimap2: ToolDefinition = {
       build(p, ctx) {
         const { s, ref, r1, r2, output } = stageReads(p);
         return invocation(program(ctx, ["minimap2"]), [
-          "-a", ...flag("-x", optEnum(p, "preset", MM2_PRESETS)), ...flag("-t", optInt(p, "threads")), ...flag("-R", optStr(p, "readGroup")),
+          "-a", ...flag("-x", optEnum(p, "preset", MM2_PRESETS)), ...flag("-t", optInt(p, "threads")), ...flag("-R", optValue(p, "readGroup")),
           ...extraArgs(p), "-o", output, ref, r1, ...(r2 ? [r2] : []),
         ], s, [out(output)]);
       },

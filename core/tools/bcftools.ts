@@ -1,19 +1,19 @@
 /** bcftools: variant calling and VCF/BCF manipulation. */
 import { z } from "zod";
 import type { CommandDefinition, Params, ToolDefinition, BuildContext } from "./types.js";
-import { Stager, bool, commonParams, extraArgs, flag, int, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, bool, commonParams, extraArgs, flag, int, invocation, oneOf, optBool, optEnum, optInt, out, outputPath, program, stem, file, text, expression, value, optText, optValue } from "./params.js";
 
 const COMMANDS = ["mpileup", "call", "view", "index", "filter", "norm", "stats", "query", "sort", "concat"] as const;
 const TYPES = ["vcf", "vcf.gz", "bcf", "ubcf"] as const;
 
 const schema = z.strictObject({
   ...commonParams("bcftools", COMMANDS),
-  inputFiles: z.array(str()).min(1).max(1000).optional(),
-  region: str().optional(),
+  inputFiles: z.array(file()).min(1).max(1000).optional(),
+  region: text().optional(),
   outputType: oneOf(TYPES).optional(),
-  include: str().optional(),
-  exclude: str().optional(),
-  format: str().optional(),
+  include: expression().optional(),
+  exclude: expression().optional(),
+  format: value().optional(),
   multiallelic: bool().optional(),
   variantsOnly: bool().optional(),
   maxDepth: int(1, 1_000_000).optional(),
@@ -55,7 +55,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       const ref = s.file("reference");
       const output = outputPath(p, "outputFile", `${stem(inputs[0] ?? "calls")}.pileup.bcf`);
       return invocation(bcf(ctx), [
-        "mpileup", ...threads(p), "-f", ref, ...flag("-r", optStr(p, "region")), ...flag("-d", optInt(p, "maxDepth")),
+        "mpileup", ...threads(p), "-f", ref, ...flag("-r", optText(p, "region")), ...flag("-d", optInt(p, "maxDepth")),
         ...flag("-q", optInt(p, "minMapQ")), ...typeFlag(p, output), ...extraArgs(p), "-o", output, ...inputs,
       ], s, [out(output)]);
     },
@@ -63,9 +63,9 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   call: simple("call", "Call SNVs and indels from an mpileup (multiallelic caller by default).", ".calls.vcf.gz",
     (p) => [optBool(p, "multiallelic") === false ? "-c" : "-m", ...(optBool(p, "variantsOnly") === false ? [] : ["-v"])]),
   view: simple("view", "Subset, filter and convert VCF/BCF.", ".view.vcf.gz",
-    (p) => [...flag("-r", optStr(p, "region")), ...flag("-i", optStr(p, "include")), ...flag("-e", optStr(p, "exclude"))]),
+    (p) => [...flag("-r", optText(p, "region")), ...flag("-i", optValue(p, "include")), ...flag("-e", optValue(p, "exclude"))]),
   filter: simple("filter", "Soft- or hard-filter records with an expression (include/exclude).", ".filtered.vcf.gz",
-    (p) => [...flag("-i", optStr(p, "include")), ...flag("-e", optStr(p, "exclude"))]),
+    (p) => [...flag("-i", optValue(p, "include")), ...flag("-e", optValue(p, "exclude"))]),
   norm: {
     description: "Left-align and normalise indels against the reference.",
     required: ["inputFile", "reference"],
@@ -108,7 +108,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       const input = s.file("inputFile");
       const output = outputPath(p, "outputFile", `${stem(input)}.query.tsv`);
       return invocation(bcf(ctx), [
-        "query", "-f", optStr(p, "format") as string, ...flag("-i", optStr(p, "include")), ...flag("-e", optStr(p, "exclude")),
+        "query", "-f", optValue(p, "format") as string, ...flag("-i", optValue(p, "include")), ...flag("-e", optValue(p, "exclude")),
         ...extraArgs(p), "-o", output, input,
       ], s, [out(output)]);
     },

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, text, optText, file } from "./params.js";
 
 /* ---------- picard ---------- */
 const PICARD = ["SortSam", "MarkDuplicates", "CreateSequenceDictionary", "CollectAlignmentSummaryMetrics", "AddOrReplaceReadGroups", "BuildBamIndex", "CollectInsertSizeMetrics"] as const;
@@ -34,10 +34,10 @@ export const picard: ToolDefinition = {
     ...commonParams("picard", PICARD),
     sortOrder: oneOf(["coordinate", "queryname", "unsorted"]).optional(),
     removeDuplicates: bool().optional(),
-    readGroupId: str().optional(),
-    readGroupSample: str().optional(),
-    readGroupLibrary: str().optional(),
-    readGroupPlatform: str().optional(),
+    readGroupId: text().optional(),
+    readGroupSample: text().optional(),
+    readGroupLibrary: text().optional(),
+    readGroupPlatform: text().optional(),
   }),
   commands: {
     SortSam: picardCommand("SortSam", "Sort a SAM/BAM (coordinate by default).", ["inputFile"], (s, p) => {
@@ -71,10 +71,10 @@ export const picard: ToolDefinition = {
     AddOrReplaceReadGroups: picardCommand("AddOrReplaceReadGroups", "Set the read group of every read.", ["inputFile", "readGroupSample"], (s, p) => {
       const i = s.file("inputFile");
       const o = outputPath(p, "outputFile", `${stem(i)}.rg.bam`);
-      const sample = optStr(p, "readGroupSample") as string;
+      const sample = optText(p, "readGroupSample") as string;
       return {
-        args: ["-I", i, "-O", o, "--RGID", optStr(p, "readGroupId") ?? sample, "--RGSM", sample, "--RGLB", optStr(p, "readGroupLibrary") ?? "lib1",
-          "--RGPL", optStr(p, "readGroupPlatform") ?? "ILLUMINA", "--RGPU", "unit1"],
+        args: ["-I", i, "-O", o, "--RGID", optText(p, "readGroupId") ?? sample, "--RGSM", sample, "--RGLB", optText(p, "readGroupLibrary") ?? "lib1",
+          "--RGPL", optText(p, "readGroupPlatform") ?? "ILLUMINA", "--RGPU", "unit1"],
         outputs: [out(o)],
       };
     }),
@@ -99,11 +99,11 @@ export const gatk: ToolDefinition = {
   fileParams: ["inputFile", "inputFile2", "reference", "knownSites"],
   inputSchema: z.strictObject({
     ...commonParams("gatk", GATK),
-    knownSites: str().optional(),
-    region: str().optional(),
+    knownSites: file().optional(),
+    region: text().optional(),
     emitRefConfidence: oneOf(["NONE", "GVCF", "BP_RESOLUTION"]).optional(),
-    tumorSample: str().optional(),
-    javaOptions: z.string().regex(/^(-X[a-zA-Z0-9]+|-D[A-Za-z0-9_.]+=[A-Za-z0-9_.:/-]*)(\s+(-X[a-zA-Z0-9]+|-D[A-Za-z0-9_.]+=[A-Za-z0-9_.:/-]*))*$/,
+    tumorSample: text().optional(),
+    javaOptions: z.string().regex(/^(-X[a-zA-Z0-9]+|-D[A-Za-z0-9_.]+=[A-Za-z0-9_.:-]*)(\s+(-X[a-zA-Z0-9]+|-D[A-Za-z0-9_.]+=[A-Za-z0-9_.:-]*))*$/,
       "expected JVM options such as -Xmx4g").optional(),
   }),
   commands: Object.fromEntries(GATK.map((tool): [string, CommandDefinition] => [tool, {
@@ -131,7 +131,7 @@ export const gatk: ToolDefinition = {
       }
       const i = s.file("inputFile");
       const ref = s.file("reference");
-      const region = flag("-L", optStr(p, "region"));
+      const region = flag("-L", optText(p, "region"));
       const threads = optInt(p, "threads");
       if (tool === "BaseRecalibrator") {
         const known = s.file("knownSites");
@@ -145,7 +145,7 @@ export const gatk: ToolDefinition = {
       }
       const gvcf = optEnum(p, "emitRefConfidence", ["NONE", "GVCF", "BP_RESOLUTION"]);
       const o = outputPath(p, "outputFile", `${stem(i)}${gvcf && gvcf !== "NONE" ? ".g" : ""}.vcf.gz`);
-      const extra = tool === "Mutect2" ? flag("-tumor", optStr(p, "tumorSample"))
+      const extra = tool === "Mutect2" ? flag("-tumor", optText(p, "tumorSample"))
         : [...flag("-ERC", gvcf), ...flag("--native-pair-hmm-threads", threads)];
       return invocation(prog, [...pre, "-I", i, "-R", ref, ...region, ...extra, "-O", o, ...extraArgs(p)], s, [out(o, [o + ".tbi"])]);
     },

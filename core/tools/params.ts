@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { hasReferences } from "../interpolate.js";
+import { checkArgument, checkOutputName, normalizeWorkspacePath } from "../paths.js";
 import { BuildError, type BuildContext, type Invocation, type OutputFile, type Params, type StagedInput } from "./types.js";
 
 /** True when the string holds a real `${...}` reference (an escaped `$${` does not count). */
@@ -12,6 +13,61 @@ const isRef = (v: string): boolean => v.includes("${") && hasReferences(v);
 
 /** A non-empty string (a path, a name); references allowed. */
 export const str = () => z.string().min(1);
+
+/**
+ * A workspace file (`inputFile`, `reference`, an element of `inputFiles`, …): a literal value
+ * must pass the workspace path normalizer; one holding a reference is checked once resolved
+ * (by the Stager, which every file parameter goes through).
+ */
+export const file = () => z.string().min(1).superRefine((v, ctx) => {
+  if (isRef(v)) return;
+  const n = normalizeWorkspacePath(v);
+  if (!n.ok) ctx.addIssue({ code: "custom", message: n.reason });
+});
+
+/** An output name (`outputFile`, `outputFile2`): see `checkOutputName`; checked again once resolved. */
+export const outputName = () => z.string().min(1).superRefine((v, ctx) => {
+  if (isRef(v)) return;
+  const n = checkOutputName(v);
+  if (!n.ok) ctx.addIssue({ code: "custom", message: n.reason });
+});
+
+/** One element of `args`: see `checkArgument`; checked again once resolved. */
+export const argument = () => z.string().superRefine((v, ctx) => {
+  if (isRef(v)) return;
+  const why = checkArgument(v);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
+
+/**
+ * A free-text value passed as one option's value (a region, a read-group field, a sample
+ * name): no control characters, no path separators or `@file` forms, not an option itself.
+ */
+export const text = () => z.string().min(1).max(4096).superRefine((v, ctx) => {
+  if (isRef(v)) return;
+  const why = checkText(v);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
+
+/**
+ * A value the tool reads as text only (a bcftools query format, a bwa read-group line with
+ * its `\\t` escapes): anything printable, no control characters.
+ */
+export const value = () => z.string().min(1).max(4096).superRefine((v, ctx) => {
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(v)) ctx.addIssue({ code: "custom", message: "contains a control character other than tab or newline" });
+});
+
+/** A filter expression (bcftools -i/-e): `INFO/DP>10` is fine, `ID=@file` (a file read) is not. */
+export const expression = () => value().refine((v) => !v.includes("@"), "must not contain \"@\" (expressions may not read files)");
+
+/** Why `v` is unfit as a free-text option value; undefined when fit. */
+export function checkText(v: string): string | undefined {
+  const why = checkArgument(v);
+  if (why) return why;
+  if (v.startsWith("-")) return "must not start with \"-\"";
+  return undefined;
+}
 
 /** An integer within bounds, or a string that is digits or holds a `${...}` reference. */
 export const int = (min: number, max: number) =>
@@ -37,12 +93,12 @@ export function commonParams(toolId: string, commands: readonly [string, ...stri
   return {
     command: z.enum(commands).optional(),
     [`${toolId}Command`]: z.enum(commands).optional(),
-    inputFile: str().optional(),
-    inputFile2: str().optional(),
-    reference: str().optional(),
-    outputFile: str().optional(),
-    outputFile2: str().optional(),
-    args: z.array(z.string()).max(256).optional(),
+    inputFile: file().optional(),
+    inputFile2: file().optional(),
+    reference: file().optional(),
+    outputFile: outputName().optional(),
+    outputFile2: outputName().optional(),
+    args: z.array(argument()).max(256).optional(),
     threads: int(1, 256).optional(),
   } as const;
 }
@@ -60,16 +116,30 @@ export function stem(p: string): string {
   return basename(p).replace(/\.(gz|bgz|bz2)$/i, "").replace(FORMAT_EXT, "") || "output";
 }
 
-/** A file name safe to place locally: no backslash or NUL, never starting with `-`. */
+/** A file name safe to place locally: never starting with `-` or `.` (the source is already normalized). */
 function safeName(name: string): string {
-  const s = name.replace(/[\\\0]/g, "_");
-  return s.startsWith("-") ? `_${s}` : s;
+  return name.startsWith("-") || name.startsWith(".") ? `_${name}` : name;
 }
 
 /** A value placed as a positional argument: refused when it would read as an option. */
 export function positional(p: Params, name: string): string | undefined {
+  return optText(p, name);
+}
+
+/** A free-text parameter passed to the tool (see `text`), checked once resolved. */
+export function optText(p: Params, name: string): string | undefined {
   const v = optStr(p, name);
-  if (v !== undefined && v.startsWith("-")) throw new BuildError(name, `${name}: ${JSON.stringify(v)} must not start with "-"`);
+  const why = v === undefined ? undefined : checkText(v);
+  if (why) throw new BuildError(name, `${name}: ${JSON.stringify(v)} ${why}`);
+  return v;
+}
+
+/** A string parameter that passed its schema (`value`, `expression`); checked here against control characters again. */
+export function optValue(p: Params, name: string): string | undefined {
+  const v = optStr(p, name);
+  // eslint-disable-next-line no-control-regex
+  if (v !== undefined && /[\u0000-\u0008\u000b-\u001f\u007f]/.test(v)) throw new BuildError(name, `${name}: contains a control character other than tab or newline`);
+  if (v !== undefined && v.startsWith("-")) throw new BuildError(name, `${name}: ${JSON.stringify(v.slice(0, 200))} must not start with "-"`);
   return v;
 }
 
@@ -119,29 +189,33 @@ export function optEnum<T extends string>(p: Params, name: string, values: reado
   return v as T;
 }
 
-/** Extra arguments, each its own argv element. */
+/** Extra arguments, each its own argv element, each checked by `checkArgument`. */
 export function extraArgs(p: Params): string[] {
   const v = p["args"];
   if (v === undefined) return [];
   if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) throw new BuildError("args", "args: expected an array of strings");
+  v.forEach((a: string, i) => {
+    const why = checkArgument(a);
+    if (why) throw new BuildError(`args/${i}`, `args/${i}: ${JSON.stringify(a.slice(0, 200))} ${why}`);
+  });
   return v as string[];
 }
 
 /**
- * A relative output path chosen by the user, checked: no absolute paths, no `..`, no empty
- * segments, never starting with `-` (so it cannot be read as an option).
+ * The output name chosen by the user (`checkOutputName`: inside the run folder, not
+ * reserved), or the command's default name derived from its input.
  */
 export function outputPath(p: Params, name: string, fallback: string): string {
-  const v = optStr(p, name) ?? fallback;
-  checkRelative(name, v);
+  const given = optStr(p, name);
+  const v = given ?? fallback;
+  const n = checkOutputName(v);
+  if (!n.ok) throw new BuildError(name, `${name}: ${JSON.stringify(v.slice(0, 200))} ${n.reason}`);
   return v;
 }
 
 function checkRelative(name: string, v: string): void {
-  const segs = v.split("/");
-  if (v.startsWith("/") || v.includes("\\") || v.includes("\0") || segs.some((s) => s === "" || s === "." || s === ".."))
-    throw new BuildError(name, `${name}: ${JSON.stringify(v)} must be a relative path without "..", "." or empty segments`);
-  if (v.startsWith("-")) throw new BuildError(name, `${name}: ${JSON.stringify(v)} must not start with "-"`);
+  const n = checkOutputName(v);
+  if (!n.ok) throw new BuildError(name, `${name}: ${JSON.stringify(v.slice(0, 200))}: ${n.reason}`);
 }
 
 /**
@@ -175,11 +249,17 @@ export class Stager {
     return this.file("inputFile", outputPath(this.p, "outputFile", basename(optStr(this.p, "inputFile") ?? fallback)));
   }
 
-  /** Stages an explicit value (e.g. one element of a file list) under a parameter name. */
+  /**
+   * Stages an explicit value (e.g. one element of a file list) under a parameter name. The
+   * source goes through the workspace path normalizer here, once its references are
+   * resolved: every file parameter of every tool passes this point.
+   */
   add(param: string, source: string, as?: string): string {
-    const local = as ?? `in/${this.inputs.length + 1}/${safeName(basename(source))}`;
+    const n = normalizeWorkspacePath(source);
+    if (!n.ok) throw new BuildError(param, `${param}: ${n.reason}`);
+    const local = as ?? `in/${this.inputs.length + 1}/${safeName(basename(n.path))}`;
     checkRelative(param, local);
-    this.inputs.push({ param, source, local });
+    this.inputs.push({ param, source: n.path, local });
     return local;
   }
 }
@@ -192,7 +272,17 @@ export function invocation(
   outputs: OutputFile[],
   extra: { stdout?: string; mkdirs?: string[] } = {},
 ): Invocation {
-  const inv: Invocation = { argv: [...program, ...argv], inputs: stager.inputs, outputs, mkdirs: extra.mkdirs ?? [] };
+  // Whatever a command derived its output names from, none may leave the run folder or
+  // replace what the run folder reserves (run.json, logs/).
+  outputs.forEach((o, i) => { for (const path of [o.path, ...o.secondary]) checkRelative(i === 0 ? "outputFile" : i === 1 ? "outputFile2" : "outputs", path); });
+  if (extra.stdout !== undefined) checkRelative("outputFile", extra.stdout);
+  // The folders outputs are written into exist before the tool runs.
+  const mkdirs = new Set(extra.mkdirs ?? []);
+  for (const path of [...outputs.flatMap((o) => [o.path, ...o.secondary]), ...(extra.stdout === undefined ? [] : [extra.stdout])]) {
+    const cut = path.lastIndexOf("/");
+    if (cut > 0) mkdirs.add(path.slice(0, cut));
+  }
+  const inv: Invocation = { argv: [...program, ...argv], inputs: stager.inputs, outputs, mkdirs: [...mkdirs] };
   if (extra.stdout !== undefined) inv.stdout = extra.stdout;
   return inv;
 }

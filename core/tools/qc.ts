@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { BuildContext, Params, ToolDefinition } from "./types.js";
 import { BuildError } from "./types.js";
-import { Stager, basename, commonParams, extraArgs, flag, invocation, oneOf, optEnum, optInt, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, basename, commonParams, extraArgs, flag, invocation, oneOf, optEnum, optInt, out, outputPath, program, stem, file } from "./params.js";
 
 /** FastQC names its reports after the input, stripping these suffixes in this order, case-sensitively. */
 function fastqcName(file: string): string {
@@ -41,7 +41,8 @@ export const fastqc: ToolDefinition = {
 
 const TRIM = ["PE", "SE"] as const;
 const DEFAULT_STEPS = ["LEADING:3", "TRAILING:3", "SLIDINGWINDOW:4:15", "MINLEN:36"];
-const STEP = /^(ILLUMINACLIP|SLIDINGWINDOW|MAXINFO|LEADING|TRAILING|CROP|HEADCROP|MINLEN|AVGQUAL|TOPHRED33|TOPHRED64)(:[A-Za-z0-9_.:/-]*)?$|\$\{/;
+/** A trimming step; ILLUMINACLIP (which names a file) comes only from `adapters`, a staged workspace file. */
+const STEP = /^(SLIDINGWINDOW|MAXINFO|LEADING|TRAILING|CROP|HEADCROP|MINLEN|AVGQUAL|TOPHRED33|TOPHRED64)(:[A-Za-z0-9_.:-]*)?$|\$\{/;
 
 function trimSteps(p: Params, adapters: string | undefined): string[] {
   const steps = (p["trimSteps"] as string[] | undefined) ?? DEFAULT_STEPS;
@@ -60,7 +61,7 @@ export const trimmomatic: ToolDefinition = {
   fileParams: ["inputFile", "inputFile2", "reference", "adapters"],
   inputSchema: z.strictObject({
     ...commonParams("trimmomatic", TRIM),
-    adapters: str().optional(),
+    adapters: file().optional(),
     trimSteps: z.array(z.string().regex(STEP, "expected a Trimmomatic step such as SLIDINGWINDOW:4:15 or MINLEN:36")).min(1).max(32).optional(),
     phred: oneOf(["33", "64"]).optional(),
   }),

@@ -2,14 +2,14 @@
 import { z } from "zod";
 import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./types.js";
 import { tabix as tabixTool } from "./tabix.js";
-import { Stager, positional, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, str, oneOf } from "./params.js";
+import { Stager, positional, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, oneOf, file, text, optText } from "./params.js";
 
 const COMMANDS = ["view", "sort", "index", "merge", "stats", "flagstat", "idxstats", "depth", "coverage", "tabix"] as const;
 
 const schema = z.strictObject({
   ...commonParams("samtools", COMMANDS),
-  inputFiles: z.array(str()).min(1).max(1000).optional(),
-  region: str().optional(),
+  inputFiles: z.array(file()).min(1).max(1000).optional(),
+  region: text().optional(),
   outputFormat: oneOf(["sam", "bam", "cram"]).optional(),
   minMapQ: int(0, 255).optional(),
   includeFlags: int(0, 65535).optional(),
@@ -89,9 +89,9 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   flagstat: statsLike("flagstat", "Counts of reads by SAM flag.", ".flagstat.txt"),
   idxstats: statsLike("idxstats", "Per-reference read counts from the index.", ".idxstats.txt"),
   depth: toFile("depth", "Per-position read depth (optionally a region; allPositions includes zero depth).", ".depth.tsv",
-    (p) => [...(optBool(p, "allPositions") ? ["-a"] : []), ...flag("-Q", optInt(p, "minMapQ")), ...flag("-r", optStr(p, "region"))]),
+    (p) => [...(optBool(p, "allPositions") ? ["-a"] : []), ...flag("-Q", optInt(p, "minMapQ")), ...flag("-r", optText(p, "region"))]),
   coverage: toFile("coverage", "Per-reference coverage summary (optionally a region).", ".coverage.tsv",
-    (p) => [...flag("-q", optInt(p, "minMapQ")), ...flag("-r", optStr(p, "region"))]),
+    (p) => [...flag("-q", optInt(p, "minMapQ")), ...flag("-r", optText(p, "region"))]),
   // htslib's tabix ships with samtools: the same command as the tabix tool's `index`.
   tabix: {
     ...tabixIndex,

@@ -1,7 +1,7 @@
 /** tabix and bgzip (htslib): compress and index tab-delimited genomic files. */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, positional, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, out, outputPath, program, stem, str } from "./params.js";
+import { Stager, positional, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, out, outputPath, program, stem, text } from "./params.js";
 
 const COMMANDS = ["index", "bgzip", "query"] as const;
 const PRESETS = ["gff", "bed", "sam", "vcf"] as const;
@@ -10,7 +10,7 @@ const schema = z.strictObject({
   ...commonParams("tabix", COMMANDS),
   preset: oneOf(PRESETS).optional(),
   csi: bool().optional(),
-  region: str().optional(),
+  region: text().optional(),
 });
 
 const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {

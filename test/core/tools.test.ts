@@ -3,6 +3,8 @@ import fc from "fast-check";
 import { buildInvocation, defaultCatalogue, secondaryCandidates, toolInputJsonSchema } from "../../core/tools/index.js";
 import type { Invocation, OutputFile, Runtime, ToolDefinition } from "../../core/tools/index.js";
 import type { Issue } from "../../core/issues.js";
+import { checkArgument, normalizeWorkspacePath } from "../../core/paths.js";
+import { checkText } from "../../core/tools/params.js";
 
 /** The part of a tap test the helpers use. */
 interface Test { fail(message: string): unknown }
@@ -109,7 +111,7 @@ const argvCases: ArgvCase[] = [
   { name: "samtools sort by name, threads as a digit string, outputFile in a folder, samtoolsCommand key",
     tool: "samtools", params: { samtoolsCommand: "sort", inputFile: "data/s1.bam", byName: "true", threads: "2", outputFile: "sorted/by-name.bam" },
     argv: ["samtools", "sort", "-@", "2", "-n", "-o", "sorted/by-name.bam", "in/1/s1.bam"], command: "sort",
-    outputs: [o("sorted/by-name.bam")], inputs: [["inputFile", "data/s1.bam", "in/1/s1.bam"]] },
+    outputs: [o("sorted/by-name.bam")], inputs: [["inputFile", "data/s1.bam", "in/1/s1.bam"]], mkdirs: ["sorted"] },
   { name: "samtools index (file staged under its own name, .bai beside it)", tool: "samtools",
     params: { command: "index", inputFile: "data/s1.sorted.bam" },
     argv: ["samtools", "index", "s1.sorted.bam"],
@@ -281,7 +283,7 @@ t.test("errors", async (t) => {
     t.match(fail(t, "bwa", { command: "mem", inputFile: "r1.fq" }), [{ code: "missing_parameter", path: "/reference" }]);
     const gatkErrors = fail(t, "gatk", { command: "BaseRecalibrator", inputFile: "s.bam" });
     t.same(gatkErrors.map((e) => [e.code, e.path]), [["missing_parameter", "/reference"], ["missing_parameter", "/knownSites"]]);
-    t.match(fail(t, "annovar", { command: "table_annovar", inputFile: "x.vcf", database: "/db", protocol: "refGene" }),
+    t.match(fail(t, "annovar", { command: "table_annovar", inputFile: "x.vcf", database: "humandb", protocol: "refGene" }),
       [{ code: "missing_parameter", path: "/operation" }]);
   });
 
@@ -326,7 +328,7 @@ t.test("errors", async (t) => {
       ["tabix", { command: "index", inputFile: "x.vcf.gz" }],
       ["picard", { command: "SortSam", inputFile: "x.bam" }],
       ["gatk", { command: "HaplotypeCaller", inputFile: "x.bam", reference: "r.fa" }],
-      ["annovar", { command: "table_annovar", inputFile: "x.vcf", database: "/db", protocol: "refGene", operation: "g" }],
+      ["annovar", { command: "table_annovar", inputFile: "x.vcf", database: "humandb", protocol: "refGene", operation: "g" }],
     ];
     for (const bad of ["../x", "/abs", "-rf", "a//b", "a/../../b", "./x", "a/", "a\\b"]) {
       for (const [id, params] of targets) {
@@ -369,17 +371,24 @@ const noRef = (s: string) => !s.includes("${");
 const runtimeArb = fc.constantFrom<Runtime>(...RUNTIMES);
 const examples = <T>(xs: readonly T[]): Array<[T, Runtime]> => xs.map((x) => [x, "local"]);
 
+/**
+ * Each hostile value is either refused with an issue at its own field (the trust boundary:
+ * core/paths.ts and the parameter schemas), or accepted as exactly one argv element in its
+ * place. Which values are refused is the checkers' rule, tested in test/core/paths.test.ts.
+ */
 t.test("injection safety", async (t) => {
-  t.test("region is exactly one argv element, the last", async (t) => {
-    // A positional region starting with "-" would read as an option: refused (tested below).
-    const regionArb = anyString.filter((s) => s.length > 0 && noRef(s) && !s.startsWith("-"));
+  const refusedAt = (r: ReturnType<typeof buildInvocation>, path: string) => !r.ok && r.errors.every((e) => e.code === "invalid_parameter" && e.path.startsWith(path));
+
+  t.test("region is refused at /region or is exactly one argv element, the last", async (t) => {
+    const regionArb = anyString.filter((s) => s.length > 0 && noRef(s));
     fc.assert(fc.property(regionArb, runtimeArb, (s, runtime) => {
       const r = buildInvocation(tool("samtools"), { command: "view", inputFile: "data/s1.bam", region: s }, { runtime });
+      if (checkText(s) !== undefined) return refusedAt(r, "/region");
       if (!r.ok) return false;
       const argv = r.invocation.argv;
       return JSON.stringify(argv) === JSON.stringify(["samtools", "view", "-b", "-o", "s1.view.bam", "in/1/s1.bam", s])
         && count(argv, s) === count(["samtools", "view", "-b", "-o", "s1.view.bam", "in/1/s1.bam"], s) + 1;
-    }), { numRuns: 400, examples: examples(HAND_PICKED.filter((s) => s.length > 0 && noRef(s) && !s.startsWith("-"))) });
+    }), { numRuns: 400, examples: examples(HAND_PICKED.filter((s) => s.length > 0 && noRef(s))) });
     t.pass("property held");
   });
 
@@ -389,37 +398,41 @@ t.test("injection safety", async (t) => {
     }
   });
 
-  t.test("args elements stay single argv elements", async (t) => {
+  t.test("args elements are refused at /args/i or stay single argv elements", async (t) => {
     const argArb = anyString.filter(noRef);
     fc.assert(fc.property(argArb, runtimeArb, (s, runtime) => {
       const r = buildInvocation(tool("samtools"), { command: "view", inputFile: "data/s1.bam", args: [s] }, { runtime });
+      if (checkArgument(s) !== undefined) return refusedAt(r, "/args/0");
       if (!r.ok) return false;
       return JSON.stringify(r.invocation.argv) === JSON.stringify(["samtools", "view", "-b", s, "-o", "s1.view.bam", "in/1/s1.bam"]);
     }), { numRuns: 400, examples: examples(HAND_PICKED.filter(noRef)) });
     t.pass("property held");
   });
 
-  // Backslashes are left out here: see "an input file name with a backslash" below.
-  // Names starting with "-" are staged with a "_" prefix: see "input names that would read as options".
-  const fileNameArb = anyString.filter((s) => s.length > 0 && s !== "." && s !== ".." && !s.includes("/") && !s.includes("\0") && noRef(s) && !s.includes("\\") && !s.startsWith("-"));
+  // Names the workspace path normalizer accepts as one segment; those starting with "-" or
+  // "." are staged with a "_" prefix (see "input names that would read as options").
+  const fileNameArb = anyString.filter((s) => noRef(s) && !s.includes("/") && normalizeWorkspacePath(s).ok && !s.startsWith("-") && !s.startsWith("."));
 
-  t.test("input file names are staged verbatim and stay single argv elements", async (t) => {
-    fc.assert(fc.property(fileNameArb, runtimeArb, (s, runtime) => {
+  t.test("input file names are refused at /inputFile, or staged verbatim as single argv elements", async (t) => {
+    fc.assert(fc.property(anyString.filter(noRef), runtimeArb, (s, runtime) => {
       const source = `data/${s}`;
       const r = buildInvocation(tool("samtools"), { command: "view", inputFile: source, outputFile: "out.bam" }, { runtime });
+      const n = normalizeWorkspacePath(source);
+      if (!n.ok) return refusedAt(r, "/inputFile");
       if (!r.ok) return false;
       const [staged, ...rest] = r.invocation.inputs;
-      if (!staged || rest.length || staged.source !== source || staged.param !== "inputFile" || !staged.local.endsWith(s)) return false;
+      if (!staged || rest.length || staged.source !== n.path || staged.param !== "inputFile") return false;
       const argv = r.invocation.argv;
       return count(argv, staged.local) === 1
         && JSON.stringify(argv) === JSON.stringify(["samtools", "view", "-b", "-o", "out.bam", staged.local]);
-    }), { numRuns: 400, examples: examples(HAND_PICKED.filter((s) => s.length > 0 && !s.includes("/") && noRef(s) && !s.includes("\\"))) });
+    }), { numRuns: 400, examples: examples(HAND_PICKED.filter(noRef)) });
     t.pass("property held");
   });
 
   t.test("no argv element joins two parameters", async (t) => {
-    fc.assert(fc.property(
-      anyString.filter((s) => s.length > 0 && noRef(s) && !s.startsWith("-")), anyString.filter(noRef), fileNameArb, fc.integer({ min: 1, max: 256 }), runtimeArb,
+    const okRegion = anyString.filter((s) => s.length > 0 && noRef(s) && checkText(s) === undefined);
+    const okArg = anyString.filter((s) => noRef(s) && checkArgument(s) === undefined);
+    fc.assert(fc.property(okRegion, okArg, fileNameArb, fc.integer({ min: 1, max: 256 }), runtimeArb,
       (region, arg, name, threads, runtime) => {
         const r = buildInvocation(tool("samtools"),
           { command: "view", inputFile: `data/${name}`, region, args: [arg, arg], threads, minMapQ: 30, outputFile: "o/out.bam" }, { runtime });
@@ -427,7 +440,9 @@ t.test("injection safety", async (t) => {
         return JSON.stringify(r.invocation.argv) === JSON.stringify(
           ["samtools", "view", "-@", String(threads), "-b", "-q", "30", arg, arg, "-o", "o/out.bam", `in/1/${name}`, region]);
       }), { numRuns: 300 });
-    fc.assert(fc.property(anyString.filter((s) => s.length > 0 && noRef(s)), anyString.filter((s) => s.length > 0 && noRef(s)), runtimeArb,
+    // eslint-disable-next-line no-control-regex
+    const okValue = anyString.filter((s) => s.length > 0 && noRef(s) && !s.startsWith("-") && !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s) && !s.includes("@"));
+    fc.assert(fc.property(okValue, okValue, runtimeArb,
       (format, include, runtime) => {
         const r = buildInvocation(tool("bcftools"), { command: "query", inputFile: "c.vcf.gz", format, include }, { runtime });
         if (!r.ok) return false;
@@ -442,20 +457,38 @@ t.test("injection safety", async (t) => {
   });
 
   t.test("hand-picked hostile values, one by one", async (t) => {
+    const refused = ["x; rm -rf /", "| cat /etc/passwd", "\n", "a\tb", "~", "in/1/s1.bam", "\\"];
     for (const s of HAND_PICKED.filter((x) => x.length > 0 && noRef(x) && !x.startsWith("-"))) {
+      if (refused.includes(s)) {
+        t.match(fail(t, "samtools", { command: "view", inputFile: "data/s1.bam", region: s, args: [s] }),
+          [{ code: "invalid_parameter", path: "/args/0" }, { code: "invalid_parameter", path: "/region" }], `refused: ${JSON.stringify(s)}`);
+        continue;
+      }
       const inv = build(t, "samtools", { command: "view", inputFile: "data/s1.bam", region: s, args: [s] });
       if (!inv) continue;
       t.strictSame(inv.argv, ["samtools", "view", "-b", s, "-o", "s1.view.bam", "in/1/s1.bam", s], JSON.stringify(s));
     }
   });
 
-  // A backslash in a file name is replaced in the local (staged) name only.
-  t.test("an input file name with a backslash", async (t) => {
-    const inv = build(t, "samtools", { command: "view", inputFile: "data/a\\b.bam", outputFile: "out.bam" });
-    if (inv) {
-      t.strictSame(inv.inputs, [{ param: "inputFile", source: "data/a\\b.bam", local: "in/1/a_b.bam" }]);
-      t.strictSame(inv.argv, ["samtools", "view", "-b", "-o", "out.bam", "in/1/a_b.bam"]);
+  t.test("file parameters that leave the workspace are refused at their field", async (t) => {
+    const hostile = ["../../../acme/workspaces/ws-a/secret.txt", "ok/../../../../acme/x", "/etc/passwd", "data/a\\b.bam", "_system/keys/k.json", "a//b", "data/\u0000x", "data/\u2025/x", "data/%2e%2e/x"];
+    for (const v of hostile) {
+      t.match(fail(t, "samtools", { command: "view", inputFile: v }), [{ code: "invalid_parameter", path: "/inputFile" }], `inputFile ${JSON.stringify(v)}`);
+      t.match(fail(t, "samtools", { command: "merge", inputFiles: ["data/ok.bam", v] }), [{ code: "invalid_parameter", path: "/inputFiles/1" }], `inputFiles/1 ${JSON.stringify(v)}`);
+      t.match(fail(t, "bwa", { command: "mem", reference: v, inputFile: "r.fq" }), [{ code: "invalid_parameter", path: "/reference" }], `reference ${JSON.stringify(v)}`);
+      t.match(fail(t, "trimmomatic", { command: "SE", inputFile: "r.fq", adapters: v }), [{ code: "invalid_parameter", path: "/adapters" }], `adapters ${JSON.stringify(v)}`);
     }
+    t.strictSame(build(t, "samtools", { command: "view", inputFile: "./data/s1.bam", outputFile: "o.bam" })?.inputs, [{ param: "inputFile", source: "data/s1.bam", local: "in/1/s1.bam" }], "a ./ prefix is normalized away");
+  });
+
+  t.test("output names stay inside the run folder and never replace what it reserves", async (t) => {
+    for (const v of ["../../x", "/abs", "a/../../b", "run.json", "logs", "logs/x.log", "-rf", "sub/-x", ".hidden", "a\tb", "a\\b", "./x"]) {
+      t.match(fail(t, "samtools", { command: "sort", inputFile: "data/s1.bam", outputFile: v }), [{ code: "invalid_parameter", path: "/outputFile" }], `outputFile ${JSON.stringify(v)}`);
+    }
+    // An index step publishes its input under the input's name: one named run.json is refused too.
+    t.match(fail(t, "tabix", { command: "index", inputFile: "pipelines/old/run.json" }), [{ code: "invalid_parameter" }], "derived name run.json");
+    const inv = build(t, "samtools", { command: "sort", inputFile: "data/s1.bam", outputFile: "sub/dir/x.bam" });
+    t.strictSame(inv?.mkdirs, ["sub/dir"], "a sub-folder of an output is created before the tool runs");
   });
 
   t.test("input names that would read as options are never placed first", async (t) => {
@@ -535,7 +568,7 @@ const FILLERS: Record<string, unknown> = {
   reference: "data/ref.fa",
   inputFiles: ["a.bam", "b.bam"],
   format: "%CHROM\n",
-  database: "/db",
+  database: "humandb",
   protocol: "refGene",
   operation: "g",
   readGroupSample: "s1",

@@ -172,7 +172,7 @@ const cases: Case[] = [
   hit("invalid_reference", "unterminated ${x", (s) => { params(s, 2).args = ["${x"]; }, "/steps/2/parameters/args/0", { message: /unterminated/ }),
   hit("invalid_reference", "empty ${}", (s) => { params(s, 2).args = ["${}"]; }, "/steps/2/parameters/args/0", { message: /empty/ }),
   hit("invalid_reference", "malformed ${a b}", (s) => { params(s, 2).args = ["${a b}"]; }, "/steps/2/parameters/args/0", { message: /malformed/ }),
-  miss("invalid_reference", "escaped literal $${x}", (s) => { params(s, 2).args = ["$${x}", "-T", "$${HOME}/tmp"]; }),
+  miss("invalid_reference", "escaped literal $${x}", (s) => { params(s, 2).args = ["$${x}", "-T", "$${HOME}tmp"]; }),
   miss("invalid_reference", "escaped unterminated $${x", (s) => { params(s, 2).args = ["$${x"]; }),
   miss("invalid_reference", "a lone $", (s) => { params(s, 2).args = ["$", "cost $5"]; }),
 
