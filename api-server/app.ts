@@ -9,11 +9,12 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import type { Clock, ObjectStore } from "../core/ports.js";
+import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
 import type { Config } from "../core/config.js";
 import { Authenticator, type AuthContext } from "./auth.js";
-import { ApiError } from "./errors.js";
+import { ApiError, clientDetails, clientMessage } from "./errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
+import { loggerOptions } from "./logging.js";
 import type { Scope, ServiceStore } from "./stores.js";
 import { conversationRoutes } from "./routes/conversations.js";
 import { fileRoutes } from "./routes/files.js";
@@ -49,7 +50,8 @@ export const MAX_UPLOAD_BYTES = 500 * 1000 * 1000;
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? { now: () => Date.now() };
   const app = Fastify({
-    logger: deps.logger ?? false,
+    // Credentials (key headers, presigned signatures) are redacted from every log line.
+    logger: loggerOptions(deps.logger),
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers["x-request-id"];
@@ -109,6 +111,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (err instanceof ApiError) {
       status = err.status;
       body = { error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+    } else if (err instanceof StoreError && err.code === "InvalidKey") {
+      // A key that escaped every route's normalizer was refused by the store itself.
+      status = 400;
+      body = { error: "invalid_request", message: err.message };
     } else if (hasZodFastifySchemaValidationErrors(err)) {
       const issues = err.validation.map((v) => {
         const field = [v.instancePath.replace(/^\//, "").replace(/\//g, "."), (v.params as { issue?: { path?: unknown[] } }).issue?.path?.join(".")].find((x) => x) ?? "";
@@ -130,7 +136,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         body = { error: "internal_error", message: "internal error" };
       }
     }
-    void reply.status(status).type("application/json").send({ ...body, request_id: req.id });
+    // Whatever produced it, a message never carries a server path or a credential to the client.
+    const details = body.details ? { details: clientDetails(body.details) as Record<string, unknown> } : {};
+    void reply.status(status).type("application/json").send({ error: body.error, message: clientMessage(body.message), ...details, request_id: req.id });
   });
 
   app.setNotFoundHandler((req, reply) => {

@@ -1,8 +1,11 @@
 /**
  * The error envelope of DESIGN §6: `{error, message, details, request_id}` with a fixed
  * status per code. Routes throw ApiError; the app's error handler renders everything,
- * including Fastify's own errors, in this shape and never leaks a stack trace.
+ * including Fastify's own errors, in this shape and never leaks a stack trace, a server
+ * filesystem path or a credential (`clientMessage`, `clientDetails`).
  */
+import { sanitizeMessage } from "../core/redact.js";
+
 export const STATUS = {
   invalid_request: 400,
   unauthorized: 401,
@@ -31,3 +34,22 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (field: string, message: string) => new ApiError("invalid_request", `${field}: ${message}`, { field });
+
+/**
+ * A message as a client may see it: absolute filesystem paths replaced by `<path>` and
+ * credentials redacted. Messages are often built from a lower layer's (`ENOENT: … open
+ * '/srv/…/.operon/tmp/…'`), so every message leaving the error handler goes through this.
+ */
+export const clientMessage = (message: string): string => sanitizeMessage(message);
+
+/**
+ * `details` as a client may see them: every string sanitized like a message, except the
+ * values of `path` keys, which by the API's convention are JSON pointers into a spec
+ * (`/steps/2/toolName`) or workspace paths, never server paths.
+ */
+export function clientDetails(value: unknown, key?: string): unknown {
+  if (typeof value === "string") return key === "path" ? value : sanitizeMessage(value);
+  if (Array.isArray(value)) return value.map((v) => clientDetails(v));
+  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, clientDetails(v, k)]));
+  return value;
+}

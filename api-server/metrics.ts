@@ -6,6 +6,8 @@ export interface Metrics {
   requestDuration: Histogram<"method" | "route" | "status">;
   uploadedBytes: Counter<"via">;
   authFailures: Counter<"reason">;
+  /** Errors that reached the process's last-resort handlers (see last-resort.ts). */
+  uncaughtErrors: Counter<"kind">;
 }
 
 export function createMetrics(): Metrics {
@@ -22,5 +24,6 @@ export function createMetrics(): Metrics {
     }),
     uploadedBytes: new Counter({ name: "operon_uploaded_bytes_total", help: "Bytes stored through the api-server", labelNames: ["via"], registers: [registry] }),
     authFailures: new Counter({ name: "operon_auth_failures_total", help: "Rejected authentications by reason", labelNames: ["reason"], registers: [registry] }),
+    uncaughtErrors: new Counter({ name: "operon_uncaught_errors_total", help: "Unhandled promise rejections and uncaught exceptions caught by the last-resort handlers", labelNames: ["kind"], registers: [registry] }),
   };
 }

@@ -1,8 +1,10 @@
 /**
  * Configuration from the environment (DESIGN §8), validated with zod. A bad value stops
- * start-up with one line naming the variable. Pure: the caller passes the environment.
+ * start-up with one line naming the variable (never echoing a secret's value). Pure: the
+ * caller passes the environment.
  */
 import { z } from "zod";
+import { isSecretName, redactSecrets } from "./redact.js";
 
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 
@@ -14,6 +16,8 @@ const EnvSchema = z.object({
   OPERON_PUBLIC_URL: z.url().optional(),
   OPERON_NAMESPACE: z.string().min(1).default("operon"),
   OPERON_ORG_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(5),
+  /** Embedded mode: run steps without the bubblewrap sandbox (only where it cannot start; loudly logged). */
+  OPERON_UNSAFE_NO_SANDBOX: bool.default(false),
   OPERON_KEY_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(30).default(30),
   OPERON_SIGNING_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   OPERON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
@@ -53,13 +57,24 @@ export interface Config extends Env {
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; message: string };
 
+/**
+ * The offending value, for the error line: never for a secret (a mistyped secret is still a
+ * secret, and start-up errors end up in logs and CI output), and credentials in a harmless
+ * one (a URL with user-info or a token parameter) are redacted.
+ */
+function echo(name: string, value: string | undefined): string {
+  if (value === undefined) return "";
+  if (isSecretName(name)) return " (value not shown)";
+  return ` (got ${JSON.stringify(redactSecrets(value))})`;
+}
+
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): ConfigResult {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const r = EnvSchema.safeParse(cleaned);
   if (!r.success) {
     const i = r.error.issues[0];
     const name = String(i?.path[0] ?? "environment");
-    return { ok: false, message: `invalid configuration: ${name}: ${i?.message ?? "invalid"}${cleaned[name] !== undefined ? ` (got ${JSON.stringify(cleaned[name])})` : ""}` };
+    return { ok: false, message: `invalid configuration: ${name}: ${i?.message ?? "invalid"}${echo(name, cleaned[name])}` };
   }
   const e = r.data;
   const storage = e.OPERON_STORAGE ?? (e.OPERON_MODE === "cluster" || e.S3_BUCKET ? "s3" : "local");

@@ -5,7 +5,7 @@
  * - `normalizeWorkspacePath`: a file key, a `file` input, a file parameter, a spec file.
  *   Absolute paths, `..`, empty segments, backslashes, NUL and control characters,
  *   percent-encoded separators, Unicode look-alikes of `/`, `\` and `.` (checked on the NFKC
- *   form too), segments over 255 bytes and `_system/` are refused.
+ *   form too), segments over 250 bytes and `_system/` are refused.
  * - `checkOutputName`: a step's output name: a relative path inside the run folder, never a
  *   name the run folder reserves (`run.json`, `logs/`), no segment starting with `-` or `.`.
  * - `checkArgument`: an element of a step's `args`: nothing that can name a file outside the
@@ -14,8 +14,11 @@
 
 export type PathResult = { ok: true; path: string } | { ok: false; reason: string };
 
-/** A path segment's limit in UTF-8 bytes (NAME_MAX of Linux file systems). */
-export const MAX_SEGMENT_BYTES = 255;
+/**
+ * A path segment's limit in UTF-8 bytes: Linux's NAME_MAX (255) less the 5 bytes the local
+ * store's sidecar (`<name>.json`) adds, so every accepted name can be stored as it is.
+ */
+export const MAX_SEGMENT_BYTES = 250;
 /** A workspace path's limit in characters. */
 export const MAX_PATH_CHARS = 1024;
 /** Names the run folder keeps for itself: the manifest and the step logs' folder. */

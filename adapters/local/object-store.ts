@@ -93,8 +93,13 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     const t = join(tmp, `${randomUUID()}.json`);
     await mkdir(tmp, { recursive: true });
     await writeFile(t, JSON.stringify(s));
-    await mkdir(dirname(metaOf(key)), { recursive: true });
-    await rename(t, metaOf(key));
+    try {
+      await mkdir(dirname(metaOf(key)), { recursive: true });
+      await rename(t, metaOf(key));
+    } catch (e) {
+      await rm(t, { force: true });
+      throw e;
+    }
   }
 
   async function info(key: string, withMeta = true): Promise<ObjectInfo | undefined> {

@@ -76,11 +76,19 @@ function folder(field: string, path: string | undefined): string {
   return n.path + "/";
 }
 
-/** A file name from a client: its last segment, checked like any key segment. */
+/**
+ * A file name from a client (the multipart `filename`, upload-url's `filename`): one plain
+ * segment, taken as given or refused — never reduced to a basename, so `../x`, `a/b`,
+ * `/etc/passwd` and `..\x` are 400s, as are `.`, `..` and anything the path normalizer
+ * refuses in a segment (control characters, look-alikes, over 255 bytes of UTF-8).
+ */
 function fileName(field: string, name: string | undefined): string {
-  const base = (name ?? "").split(/[/\\]/).pop() ?? "";
-  const n = normalizeWorkspacePath(base);
+  if (name === undefined || name === "") throw badRequest(field, "a file name is required");
+  if (/[/\\]/.test(name)) throw badRequest(field, "must be a plain file name, without \"/\" or \"\\\"; give the folder as `path`");
+  if (name === "." || name === "..") throw badRequest(field, `${JSON.stringify(name)} is not a file name`);
+  const n = normalizeWorkspacePath(name);
   if (!n.ok) throw badRequest(field, n.reason);
+  if (n.path !== name) throw badRequest(field, "must be a plain file name");
   return n.path;
 }
 
@@ -93,6 +101,9 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   await app.register(multipart, {
     limits: { fileSize: opts.maxUploadBytes + 1, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
     throwFileSizeLimit: true,
+    // The file name exactly as the client sent it (busboy would cut it to its basename), so
+    // that `fileName` can refuse a path instead of silently storing something else.
+    preservePath: true,
   });
 
   /**
@@ -189,7 +200,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       }
     } catch (e) {
       if ((e as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
-      if (e instanceof ApiError || e instanceof StoreError) throw e;
+      // The store's own failures (a file system error) are the server's, not a malformed body.
+      if (e instanceof ApiError || e instanceof StoreError || typeof (e as NodeJS.ErrnoException).syscall === "string") throw e;
       // Anything else raised while reading the parts is a malformed multipart body.
       throw new ApiError("invalid_request", `malformed multipart/form-data body: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -230,7 +242,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     schema: {
       tags: ["files"], summary: "Step 1 of the large-file flow: a presigned PUT URL",
       body: z.object({
-        filename: z.string().min(1).max(255),
+        // One plain name of at most 255 bytes (UTF-8): checked by fileName, which names the field.
+        filename: z.string().min(1).max(1024),
         workspace_id: workspaceId,
         content_type: z.string().max(255).optional(),
         contentType: z.string().max(255).optional(),

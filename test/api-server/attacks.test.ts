@@ -8,8 +8,8 @@
  * must answer 4xx naming its field, and no byte of a canary may appear in any response,
  * run folder, step log or output; no file may appear outside the data directory.
  */
-import t from "tap";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import t, { type Test } from "tap";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testApp, type TestApp } from "../support/app.js";
@@ -86,7 +86,7 @@ const HOSTILE_OUTPUTS = ["../../x", "/abs", "/tmp/operon-attack-out", "sub/../..
 const spec = (parameters: Record<string, unknown>, tool = "tabix", extra: Record<string, unknown> = {}) => ({ steps: [{ stepId: "s", toolName: tool, parameters }], ...extra });
 
 /** A 4xx that names the field (its JSON pointer in details, or its name in the message). */
-function refused(t: Tap.Test, r: { statusCode: number; body: string }, field: RegExp, what: string) {
+function refused(t: Test, r: { statusCode: number; body: string }, field: RegExp, what: string) {
   t.ok(r.statusCode >= 400 && r.statusCode < 500, `${what}: 4xx (got ${r.statusCode})`);
   t.match(r.body, field, `${what}: names the field`);
 }
@@ -135,7 +135,7 @@ t.test("args: no host paths, no URLs, no response files", async (t) => {
     t.equal(val.json().data?.valid, false, `validate args ${w}`);
     // The same value arriving through an input reference is refused at submission.
     const viaInput = await call(keys.all, "POST", "/v1/pipelines", { workspace_id: "ws-b", spec: spec({ command: "bgzip", inputFile: "data/ok.txt", args: args.map((_, i) => `\${a${i}}`) }, "tabix", { inputs: args.map((_, i) => ({ name: `a${i}`, type: "string" })) }), input: Object.fromEntries(args.map((x, i) => [`a${i}`, x])) });
-    if (args.some((x) => /[/\\@~\u0000\u2025]|\.\./.test(x))) refused(t, viaInput, /\/steps\/0\/parameters\/args\/\d/, `args via input ${w}`);
+    refused(t, viaInput, /\/steps\/0\/parameters\/args\/\d/, `args via input ${w}`);
   }
 });
 

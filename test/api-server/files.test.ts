@@ -162,6 +162,49 @@ t.test("bad input: field named, nothing read or written outside the workspace", 
   t.match(badBody.json().message, /filename/);
 });
 
+t.test("a file name is one plain segment: paths are refused with 400 naming the field, never cut to a basename", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const before = tree(a.dir).sort();
+  for (const name of ["../x", "a/b", "/etc/passwd", "..\\x", "a\\b", "C:\\x", "./x", "x/", "..", ".", "..%2fx", "%2e%2e"]) {
+    const m = await upload(a, h, [["workspace_id", "ws1"]], name, "x");
+    t.equal(m.statusCode, 400, `multipart filename ${JSON.stringify(name)} → ${m.body}`);
+    if (m.statusCode === 400) t.match(m.json(), { error: "invalid_request", message: /^file: /, details: { field: "file" } });
+    const u = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { workspace_id: "ws1", filename: name } });
+    t.equal(u.statusCode, 400, `upload-url filename ${JSON.stringify(name)} → ${u.body}`);
+    if (u.statusCode === 400) t.match(u.json(), { error: "invalid_request", message: /^filename: /, details: { field: "filename" } });
+  }
+  t.same(tree(a.dir).sort(), before, "nothing was stored");
+
+  const plain = await upload(a, h, [["workspace_id", "ws1"], ["path", "reads"]], "échantillon 1.fastq", "@r\nA\n+\nI\n");
+  t.equal(plain.statusCode, 201, plain.body);
+  t.equal(plain.json().data.key, "reads/échantillon 1.fastq", "a plain name (UTF-8, spaces) is stored as given");
+});
+
+t.test("a file name over 250 bytes of UTF-8 is a 400 that leaves nothing behind", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const before = tree(a.dir).sort();
+  // 251 to 306 bytes: ASCII, and two-byte characters (126 of them, well under 250 characters);
+  // 251–255 bytes would pass the file system's NAME_MAX but not the store's sidecar name.
+  for (const name of ["a".repeat(251), "c".repeat(255), "a".repeat(256), "é".repeat(126), "b".repeat(300) + ".fastq"]) {
+    const label = `${name.length} characters, ${Buffer.byteLength(name)} bytes`;
+    const m = await upload(a, h, [["workspace_id", "ws1"], ["path", "reads"]], name, "x".repeat(1000));
+    t.equal(m.statusCode, 400, `multipart: ${label} → ${m.body}`);
+    t.match(m.json(), { error: "invalid_request", message: /^file: /, details: { field: "file" } });
+    t.notOk(m.body.includes(a.dir), "no server path in the answer");
+    const u = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { workspace_id: "ws1", filename: name, path: "reads" } });
+    t.equal(u.statusCode, 400, `upload-url: ${label} → ${u.body}`);
+    t.match(u.json(), { error: "invalid_request", message: /^filename: /, details: { field: "filename" } });
+  }
+  const after = tree(a.dir).sort();
+  t.same(after.filter((p) => p.split("/").includes("tmp")), [], "no stray file in <data dir>/tmp or any other tmp folder");
+  t.same(after.filter((p) => p.startsWith("objects/orgs") || p.startsWith("meta/orgs")), [], "no object and no sidecar was created");
+  t.same(after, before, "the data directory is unchanged");
+  const longest = await upload(a, h, [["workspace_id", "ws1"], ["path", "reads"]], "d".repeat(250), "x");
+  t.equal(longest.statusCode, 201, "a 250-byte name is stored");
+});
+
 t.test("large-file flow: upload-url → PUT → upload-confirm, and presigned URL checks", async (t) => {
   const { a, h } = await setup();
   t.teardown(() => a.close());

@@ -1,5 +1,6 @@
 import t from "tap";
 import { parseConfig } from "../../core/config.js";
+import { isSecretName } from "../../core/redact.js";
 
 t.test("defaults: embedded, local storage, loopback", async (t) => {
   const c = parseConfig({});
@@ -32,3 +33,39 @@ for (const [env, name] of [
     }
   });
 }
+
+// Start-up errors end up in logs and CI output: a secret's value is never echoed, even a wrong one.
+t.test("a too-short OPERON_SIGNING_SECRET: the line names it, the value is not shown", async (t) => {
+  const c = parseConfig({ OPERON_SIGNING_SECRET: "s3cr3t-value" });
+  t.equal(c.ok, false);
+  if (c.ok) return;
+  t.match(c.message, /^invalid configuration: OPERON_SIGNING_SECRET: must be at least 32 characters/);
+  t.notOk(c.message.includes("s3cr3t"), c.message);
+  t.notOk(c.message.includes("\n"));
+});
+
+t.test("secret variables are recognized by name", async (t) => {
+  for (const name of ["OPERON_SIGNING_SECRET", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "OPERON_LLM_API_KEY", "OPERON_S3_CREDENTIALS_SECRET", "DB_PASSWORD", "GITHUB_TOKEN", "OPERON_KEY_CACHE_TTL_SECONDS"]) {
+    t.ok(isSecretName(name), name);
+  }
+  for (const name of ["PORT", "HOST", "OPERON_MODE", "S3_ENDPOINT", "OPERON_LLM_BASE_URL"]) t.notOk(isSecretName(name), name);
+});
+
+t.test("any variable whose name contains KEY (or SECRET, PASSWORD, TOKEN) is not echoed", async (t) => {
+  const c = parseConfig({ OPERON_KEY_CACHE_TTL_SECONDS: "987654" });
+  t.equal(c.ok, false);
+  if (c.ok) return;
+  t.match(c.message, /^invalid configuration: OPERON_KEY_CACHE_TTL_SECONDS:/);
+  t.notOk(c.message.includes("987654"), c.message);
+});
+
+t.test("a harmless variable's value is still shown (PORT=abc), credentials in it redacted", async (t) => {
+  const c = parseConfig({ PORT: "abc" });
+  if (c.ok) throw new Error("PORT=abc accepted");
+  t.match(c.message, /^invalid configuration: PORT: .*\(got "abc"\)$/);
+  const u = parseConfig({ OPERON_LLM_BASE_URL: "not a url https://user:pa55word@llm.example.org/?api_key=abc123" });
+  if (u.ok) throw new Error("bad URL accepted");
+  t.match(u.message, /^invalid configuration: OPERON_LLM_BASE_URL:/);
+  t.notOk(u.message.includes("pa55word"), u.message);
+  t.notOk(u.message.includes("abc123"), u.message);
+});

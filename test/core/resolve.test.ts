@@ -128,8 +128,9 @@ t.test("normalizeWorkspacePath accepts and normalizes", (t) => {
     ["...", "..."],
     ["system/x", "system/x"],
     ["a/_system/x", "a/_system/x"],
-    [Array.from({ length: 4 }, () => "x".repeat(254)).join("/") + "/xxx", Array.from({ length: 4 }, () => "x".repeat(254)).join("/") + "/xxx"],
+    [Array.from({ length: 4 }, () => "x".repeat(250)).join("/") + "/" + "y".repeat(19), Array.from({ length: 4 }, () => "x".repeat(250)).join("/") + "/" + "y".repeat(19)],
   ];
+  t.equal(accepted[accepted.length - 1]?.[0].length, 1023);
   for (const [input, path] of accepted) t.same(normalizeWorkspacePath(input), { ok: true, path }, JSON.stringify(input.length > 40 ? `${input.slice(0, 20)}…(${input.length})` : input));
   t.end();
 });

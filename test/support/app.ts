@@ -28,7 +28,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> & { ttlSeconds?: number; rateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue } } = {}): Promise<TestApp> {
+export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger">> & { ttlSeconds?: number; rateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue } } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
@@ -45,6 +45,7 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes">> 
     config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, storage: options.store ? "s3" : "local", signingSecret: SECRET },
     store, service, clock,
     ...(options.maxUploadBytes !== undefined ? { maxUploadBytes: options.maxUploadBytes } : {}),
+    ...(options.logger !== undefined ? { logger: options.logger } : {}),
     ...(engine ? { engine } : {}),
   });
   return {
