@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.install-stamp
 
-.PHONY: install build lint typecheck test test-deps run bench clean check-node debian-tools crds chart-docs
+.PHONY: install build lint typecheck test test-deps run bench bench-sandbox clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
 # and bubblewrap, the sandbox every embedded step runs in. Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -65,6 +65,11 @@ bench: build
 	npx tsx bench/api.bench.ts
 	npx tsx bench/engine.bench.ts
 	npx tsx bench/cluster.bench.ts
+	npx tsx bench/sandbox.bench.ts
+
+# The step sandbox's cost and mounted against copied inputs (bench/RESULTS.md, section "sandbox").
+bench-sandbox: build debian-tools
+	npx tsx bench/sandbox.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules

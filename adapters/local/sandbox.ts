@@ -32,7 +32,7 @@ export interface SandboxSpec {
 }
 
 /** System paths the tools read, when the host has them: read-only. */
-const SYSTEM_RO = ["/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/perl", "/etc/ssl/certs", "/etc/localtime"];
+const SYSTEM_RO = ["/usr", "/etc/alternatives", "/etc/fastqc", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/perl", "/etc/ssl/certs", "/etc/localtime"];
 /** Debian's merged-/usr symlinks. */
 const USR_LINKS: ReadonlyArray<[string, string]> = [["usr/bin", "/bin"], ["usr/sbin", "/sbin"], ["usr/lib", "/lib"], ["usr/lib64", "/lib64"]];
 
