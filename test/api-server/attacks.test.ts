@@ -44,6 +44,9 @@ async function call(key: string, method: "GET" | "POST" | "DELETE", url: string,
 /** Paths outside the data directory that the attacks aim to create. */
 const targets = [join(tmpdir(), "x.sam"), join(tmpdir(), "y"), join(tmpdir(), "operon-attack-out"), join(process.cwd(), "x"), join(a.dir, "..", "x"), "/x", "/etc/operon-x"];
 for (const p of targets) rmSync(p, { force: true });
+/** What the host's root, the work tree and the data directory's parent hold before the attacks. */
+const snapshot = () => [join("/"), process.cwd(), join(a.dir, "..")].flatMap((d) => readdirSync(d).map((e) => join(d, e)));
+const before = new Set(snapshot());
 
 const HOSTILE_FILES: string[] = [
   "../../../acme/workspaces/ws-a/private/secret.txt",
@@ -198,4 +201,6 @@ t.test("no canary anywhere, nothing written outside the data directory", async (
   t.strictSame(leaked, [], "no run file, output or log carries a canary");
   t.strictSame(walk(join(a.dir, "objects", "orgs", "acme")).map((f) => f.slice(a.dir.length)), ["/objects/orgs/acme/workspaces/ws-a/private/secret.txt"], "acme's workspace is as it was");
   for (const p of targets) t.notOk(existsSync(p), `${p} was not created`);
+  // Other test files make their own operon-* temp dirs meanwhile; nothing else may appear.
+  t.strictSame(snapshot().filter((p) => !before.has(p) && !/\/operon-[^/]*$/.test(p)), [], "no new file in /, the work tree or the temp dir");
 });
