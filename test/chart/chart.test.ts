@@ -6,6 +6,8 @@
  *    apply in a namespace that enforces the restricted Pod Security Standard, without a warning;
  *  - least privilege and pod security read from the rendered objects, and the RBAC checked
  *    with `kubectl auth can-i` after a real apply;
+ *  - step pods (selected by the labels core/jobs.ts gives them, as the API server selects):
+ *    a NetworkPolicy with no ingress and egress only to DNS and the object store;
  *  - the chart's CRD is crds/pipelinerun.yaml (no drift);
  *  - an install: the rendered chart applied for real, then the api-server and the operator run
  *    out of cluster with exactly the args and environment of their Deployments, each as its
@@ -23,7 +25,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import { parseConfig } from "../../core/config.js";
-import type { JobObject } from "../../core/jobs.js";
+import { buildJob, type JobObject } from "../../core/jobs.js";
+import { LABEL } from "../../core/pipelinerun.js";
+import type { StepTask } from "../../core/ports.js";
 import { createStore } from "../../api-server/server.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { buildImageTree, runtimeEnv } from "../support/image-tree.js";
@@ -78,6 +82,12 @@ interface PodSpec {
   nodeSelector?: Record<string, string>; tolerations?: unknown[]; affinity?: unknown; imagePullSecrets?: Array<{ name: string }>;
 }
 interface Deployment extends K8sObject { spec: { replicas: number; template: { metadata: Meta; spec: PodSpec } } }
+interface LabelSelector { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> }
+interface PolicyPeer { ipBlock?: { cidr: string; except?: string[] }; namespaceSelector?: LabelSelector; podSelector?: LabelSelector }
+interface PolicyPort { port?: number | string; protocol?: string; endPort?: number }
+interface NetworkPolicy extends K8sObject {
+  spec: { podSelector: LabelSelector; policyTypes?: string[]; ingress?: Array<{ from?: PolicyPeer[]; ports?: PolicyPort[] }>; egress?: Array<{ to?: PolicyPeer[]; ports?: PolicyPort[] }> };
+}
 
 /** `helm template` with the given flags; throws when helm fails. */
 async function render(release: string, namespace: string, flags: string[]): Promise<{ text: string; docs: K8sObject[] }> {
@@ -100,6 +110,52 @@ const mainContainer = (d: Deployment): Container => {
   return c;
 };
 
+/** Whether a label selector selects a pod with these labels (Kubernetes' rules; the test cross-checks them with the API server). */
+function selects(selector: LabelSelector, labels: Record<string, string>): boolean {
+  const labelsOk = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  return labelsOk && (selector.matchExpressions ?? []).every((e) => {
+    const value = labels[e.key];
+    switch (e.operator) {
+      case "Exists": return value !== undefined;
+      case "DoesNotExist": return value === undefined;
+      case "In": return value !== undefined && (e.values ?? []).includes(value);
+      case "NotIn": return value === undefined || !(e.values ?? []).includes(value);
+      default: throw new Error(`unknown selector operator ${e.operator}`);
+    }
+  });
+}
+/** A label selector as `kubectl get -l` takes it. */
+function selectorString(selector: LabelSelector): string {
+  const parts = [
+    ...Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`),
+    ...(selector.matchExpressions ?? []).map((e) => {
+      switch (e.operator) {
+        case "Exists": return e.key;
+        case "DoesNotExist": return `!${e.key}`;
+        case "In": return `${e.key} in (${(e.values ?? []).join(",")})`;
+        case "NotIn": return `${e.key} notin (${(e.values ?? []).join(",")})`;
+        default: throw new Error(`unknown selector operator ${e.operator}`);
+      }
+    }),
+  ];
+  if (parts.length === 0) throw new Error("an empty selector selects every pod");
+  return parts.join(",");
+}
+
+/** A step pod template as the operator makes it (core/jobs.ts), for a run of organization acme. */
+const stepTask: StepTask = {
+  runId: "run-01jz0000000000000000000000", organization: "acme", stepId: "align", attempt: 1, toolName: "bwa",
+  invocation: { argv: ["bwa", "mem", "ref.fa", "r1.fq"], stdout: "out.sam", inputs: [{ param: "inputFile", source: "reads/r1.fq", local: "r1.fq" }], outputs: [{ path: "out.sam", secondary: [] }], mkdirs: [] },
+  workspaceRoot: "orgs/acme/workspaces/default/", runRoot: "orgs/acme/workspaces/default/pipelines/2026-11-22T01-00-00Z/", timeoutMs: 60_000,
+};
+const stepPodLabels = (job: JobObject): Record<string, string> => {
+  const labels = (job.spec as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata?.labels;
+  if (!labels) throw new Error(`${job.metadata.name}: no pod template labels`);
+  return labels;
+};
+const stepLabels = stepPodLabels(buildJob(stepTask, { namespace: "ns", image: "operon:test", toolImage: "quay.io/biocontainers/bwa:0.7.18", storageEnv: { OPERON_STORAGE: "s3", S3_BUCKET: "b" } }));
+/** The NetworkPolicies of a render that apply to step pods. */
+const stepPolicies = (docs: K8sObject[]) => ofKind<NetworkPolicy>(docs, "NetworkPolicy").filter((p) => selects(p.spec.podSelector, stepLabels));
 
 /** A warning from the API server as kubectl prints it (PodSecurity's `would violate …` among them). */
 const WARNING = /Warning:|would violate PodSecurity/i;
@@ -156,6 +212,13 @@ t.test("the values schema refuses wrong values, naming the key", async (t) => {
     [["--set", "signing.secret=too-short"], /\/signing\/secret/],
     [["--set", "logLevel=verbose"], /\/logLevel/],
     [["--set", "serviceMonitor.interval=soon"], /\/serviceMonitor\/interval/],
+    [["--set", "stepNetworkPolicy.enabled=yes"], /\/stepNetworkPolicy\/enabled'?: got string, want boolean/],
+    [["--set", "stepNetworkPolicy.objectStore.to[0].ipblock.cidr=10.0.0.0/8"], /\/stepNetworkPolicy\/objectStore\/to\/0'?: additional properties 'ipblock' not allowed/],
+    [["--set", "stepNetworkPolicy.objectStore.to[0].ipBlock.cidr=10.0.0.0"], /\/stepNetworkPolicy\/objectStore\/to\/0\/ipBlock\/cidr/],
+    [["--set", "stepNetworkPolicy.objectStore.ports[0].protocol=TCP"], /\/stepNetworkPolicy\/objectStore\/ports\/0'?: missing property 'port'/],
+    [["--set", "stepNetworkPolicy.objectStore.ports[0].port=9000", "--set", "stepNetworkPolicy.objectStore.ports[0].protocol=HTTP"], /\/stepNetworkPolicy\/objectStore\/ports\/0\/protocol/],
+    [["--set-json", "stepNetworkPolicy.dns.ports=[]"], /\/stepNetworkPolicy\/dns\/ports'?: minItems/],
+    [["--set-json", 'stepNetworkPolicy.extraEgress=[{"to":[{"ipBlock":{"cidr":"169.254.169.254/32"}}]}]'], /\/stepNetworkPolicy\/extraEgress\/0'?: missing property 'ports'/],
     // Guards of the templates themselves (not expressible in the schema):
     [["--set", "ingress.enabled=true", "--set", "ingress.tls.enabled=true"], /ingress\.tls\.secretName is required/],
     [["--set", "s3.accessKeyId=AKIA"], /s3\.secretAccessKey is required with s3\.accessKeyId/],
@@ -241,7 +304,8 @@ t.test("least privilege and pod security, read from the rendered objects", async
 
   t.test("defaults: no credentials Secret (the pod's cloud identity), optional objects off", async (t) => {
     const kinds = defaults.docs.map((d) => d.kind);
-    for (const k of ["Ingress", "NetworkPolicy", "ServiceMonitor"]) t.notOk(kinds.includes(k), `no ${k}`);
+    for (const k of ["Ingress", "ServiceMonitor"]) t.notOk(kinds.includes(k), `no ${k}`);
+    t.same(ofKind(defaults.docs, "NetworkPolicy").map((p) => p.metadata.name), ["operon-steps"], "only the step pods' NetworkPolicy (on by default)");
     t.same(ofKind(defaults.docs, "Secret").map((s) => s.metadata.name), ["operon-signing"], "only the generated signing Secret");
     const api = mainContainer(deployment(defaults.docs, "api-server"));
     t.notOk(api.envFrom?.some((e) => e.secretRef), "no S3 credentials Secret in envFrom");
@@ -258,7 +322,7 @@ t.test("least privilege and pod security, read from the rendered objects", async
     t.same(ingress[0]?.spec.tls, [{ hosts: ["operon.example.org"], secretName: "operon-tls" }]);
     t.equal(ingress[0]?.metadata.annotations?.["cert-manager.io/cluster-issuer"], "letsencrypt");
     const policies = ofKind<K8sObject & { spec: { ingress: Array<{ from?: unknown[] }> } }>(docs, "NetworkPolicy");
-    t.equal(policies.length, 2, "a NetworkPolicy for each Deployment");
+    t.equal(policies.length, 3, "a NetworkPolicy for each Deployment, and the step pods' one");
     t.equal(policies.find((p) => p.metadata.name === "operon-api")?.spec.ingress[0]?.from?.length, 2, "the API only from the two namespace selectors");
     const monitors = ofKind(docs, "ServiceMonitor");
     t.equal(monitors.length, 1);
@@ -310,6 +374,71 @@ t.test("least privilege and pod security, read from the rendered objects", async
   });
 });
 
+t.test("step pods: a NetworkPolicy, on by default, lets them reach only DNS and the object store", async (t) => {
+  const tcp = (...ports: number[]) => ports.map((port) => ({ port, protocol: "TCP" }));
+  const kubeDns = {
+    ports: [{ port: 53, protocol: "UDP" }, { port: 53, protocol: "TCP" }],
+    to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+  };
+  type Egress = NonNullable<NetworkPolicy["spec"]["egress"]>;
+  const fixture = parse(await readFile(join(fixtures, "all-on.values.yaml"), "utf8")) as {
+    stepNetworkPolicy: { objectStore: { to: PolicyPeer[]; ports: PolicyPort[] }; dns: { to: PolicyPeer[]; ports: PolicyPort[] }; extraEgress: Egress };
+  };
+  const configured = fixture.stepNetworkPolicy;
+  const allOnEgress: Egress = [{ ports: configured.dns.ports, to: configured.dns.to }, { ports: configured.objectStore.ports, to: configured.objectStore.to }, ...configured.extraEgress];
+  // Defaults: the cluster DNS, and the object store at any address on 443 and 9000 only.
+  const expected: Record<string, Egress> = { defaults: [kubeDns, { ports: tcp(443, 9000) }], "all-on": allOnEgress, "existing Secrets": allOnEgress };
+  const otherStep = stepPodLabels(buildJob({ ...stepTask, runId: "run-01jz9999999999999999999999", organization: "Globex Corporation", stepId: "Sort_BAM", attempt: 3 },
+    { namespace: "ns", image: "operon:test", toolImage: "quay.io/biocontainers/samtools:1.21", storageEnv: {}, credentialsSecret: "s3" }));
+  const { [LABEL.step]: _step, ...notAStep } = stepLabels;
+
+  for (const [name, { docs }] of Object.entries(renders)) {
+    t.test(name, async (t) => {
+      const policies = stepPolicies(docs);
+      t.equal(policies.length, 1, "exactly one NetworkPolicy applies to step pods");
+      const policy = policies[0];
+      if (!policy) return;
+      const { spec } = policy;
+      t.strictSame(spec.podSelector, { matchExpressions: [{ key: LABEL.run, operator: "Exists" }, { key: LABEL.step, operator: "Exists" }] },
+        "it selects pods by the labels core/jobs.ts puts on every step pod, whatever their values");
+      t.ok(selects(spec.podSelector, otherStep), "the step pod of another run, organization, step and attempt too");
+      for (const d of ofKind<Deployment>(docs, "Deployment")) t.notOk(selects(spec.podSelector, d.spec.template.metadata.labels ?? {}), `not the ${d.metadata.name} pods`);
+      t.notOk(selects(spec.podSelector, notAStep), `not a pod without ${LABEL.step}`);
+      t.strictSame(spec.policyTypes, ["Ingress", "Egress"], "isolated for ingress and egress");
+      t.equal(spec.ingress, undefined, "no ingress rule: nothing may connect to a step pod");
+      t.strictSame(spec.egress, expected[name], "egress to DNS and the object store only (and the configured extra rule)");
+      t.ok(spec.egress?.every((rule) => rule.ports?.length && rule.ports.every((p) => p.port !== undefined)), "every egress rule names its ports");
+    });
+  }
+
+  t.test("object-store ports: 443 and 9000, plus the port of the endpoint step pods use; exactly the given ones otherwise", async (t) => {
+    const cases: Array<[string[], number[]]> = [
+      [["--set", "s3.endpoint=https://minio.example.org"], [443, 9000]],
+      [["--set", "s3.endpoint=http://minio.storage.svc:9000"], [443, 9000]],
+      [["--set", "s3.endpoint=http://store.example.org"], [443, 9000, 80]],
+      [["--set", "s3.endpoint=https://store.example.org:8443"], [443, 9000, 8443]],
+      [["--set", "s3.endpoint=https://s3.example.org:8443", "--set", "s3.stepEndpoint=http://seaweedfs.storage.svc.cluster.local:8333"], [443, 9000, 8333]],
+      [["--set", "s3.stepEndpoint=http://[fd00::10]:7480"], [443, 9000, 7480]],
+      [["--set", "s3.endpoint=http://minio:9000", "--set-json", 'stepNetworkPolicy.objectStore.ports=[{"port":9000,"protocol":"TCP"}]'], [9000]],
+    ];
+    for (const [flags, ports] of cases) {
+      const { docs } = await render("operon", "ns", [...BUCKET_FLAG, ...flags]);
+      const egress = stepPolicies(docs)[0]?.spec.egress;
+      t.equal(egress?.length, 2, `${flags.join(" ")}: DNS and the object store`);
+      t.strictSame(egress?.[1], { ports: tcp(...ports) }, `${flags.join(" ")}: the object store at any address on ${ports.join(", ")}`);
+    }
+  });
+
+  t.test("stepNetworkPolicy.enabled=false removes it", async (t) => {
+    const off = await render("operon", DRY_NS, [...BUCKET_FLAG, "--set", "stepNetworkPolicy.enabled=false"]);
+    t.same(ofKind(off.docs, "NetworkPolicy"), [], "no NetworkPolicy");
+    t.same(off.docs.map((d) => `${d.kind}/${d.metadata.name}`), defaults.docs.filter((d) => d.kind !== "NetworkPolicy").map((d) => `${d.kind}/${d.metadata.name}`), "every other object still rendered");
+    const allOnOff = await render("operon", DRY_NS, ["-f", join(fixtures, "all-on.values.yaml"), "--set", "stepNetworkPolicy.enabled=false"]);
+    t.same(stepPolicies(allOnOff.docs), [], "none for step pods with every other option on");
+    t.same(ofKind(allOnOff.docs, "NetworkPolicy").map((p) => p.metadata.name).sort(), ["operon-api", "operon-operator"], "the Deployments' NetworkPolicies stay");
+  });
+});
+
 t.test("every render is accepted by the API server in a restricted namespace, without a warning", async (t) => {
   await restrictedNamespace(DRY_NS);
   // The ServiceMonitor kind belongs to the Prometheus Operator, which the test cluster does
@@ -322,6 +451,8 @@ t.test("every render is accepted by the API server in a restricted namespace, wi
     t.notMatch(r.stderr, WARNING, `${name}: no warning`);
     const applied = r.stdout.trim().split("\n").filter((l) => / serverside-applied \(server dry run\)$/.test(l));
     t.equal(applied.length, docs.length, `${name}: all ${docs.length} objects applied`);
+    const policy = stepPolicies(docs)[0]?.metadata.name ?? "(none rendered)";
+    t.ok(applied.includes(`networkpolicy.networking.k8s.io/${policy} serverside-applied (server dry run)`), `${name}: the step pods' NetworkPolicy ${policy} among them`);
   }
   // The same apply does warn about a pod that is not restricted (the check above can fail).
   const insecure = structuredClone(deployment(defaults.docs, "api-server"));
@@ -353,6 +484,9 @@ t.test("install: a real apply, and the ServiceAccounts may do what they need and
   t.equal(r.code, 0, r.stderr);
   t.notMatch(r.stderr, WARNING, "no warning");
   t.equal(r.stdout.trim().split("\n").filter((l) => / serverside-applied$/.test(l)).length, install.docs.length, "every object applied");
+  const stepPolicy = stepPolicies(install.docs)[0];
+  const stored = JSON.parse(await kubectlOk(["get", "networkpolicy", stepPolicy?.metadata.name ?? "(none rendered)", "-n", NS, "-o", "json"])) as NetworkPolicy;
+  t.strictSame(stored.spec, stepPolicy?.spec, "the step pods' NetworkPolicy is stored as rendered");
 
   const canI = async (sa: string, verb: string, resource: string, extra: string[] = []) => {
     const res = await env.kubectl(["auth", "can-i", `--as=system:serviceaccount:${NS}:${sa}`, verb, resource, "-n", NS, ...extra]);
@@ -607,6 +741,21 @@ t.test("install: the api-server and the operator, with the rendered args and env
   });
   t.equal(pod.code, 0, `a step pod is admitted in the restricted namespace: ${pod.stderr}`);
   t.notMatch(pod.stderr, WARNING);
+
+  // The pods the step NetworkPolicy applies to, as the API server selects them: this step pod
+  // (made by the operator), not the chart's own pods. In a namespace of their own, so the
+  // running operator never sees them.
+  const selection = "chart-step-selection";
+  await restrictedNamespace(selection);
+  const podOf = (name: string, tpl: { metadata: Meta; spec: PodSpec } | undefined) => ({ apiVersion: "v1", kind: "Pod", metadata: { name, labels: tpl?.metadata.labels }, spec: tpl?.spec });
+  await kubectlOk(["create", "-n", selection, "-f", "-"], JSON.stringify({
+    apiVersion: "v1", kind: "List",
+    items: [podOf("step", template), podOf("api-server", apiDeployment.spec.template), podOf("operator", operatorDeployment.spec.template)],
+  }));
+  const stepPolicy = stepPolicies(install.docs)[0];
+  t.ok(stepPolicy && selects(stepPolicy.spec.podSelector, template?.metadata.labels ?? {}), "the step NetworkPolicy applies to the operator's step pod");
+  const selected = await kubectlOk(["get", "pods", "-n", selection, "-l", selectorString(stepPolicy?.spec.podSelector ?? {}), "-o", "jsonpath={.items[*].metadata.name}"]);
+  t.equal(selected.trim(), "step", "the API server selects the step pod and only it");
 
   // Cancelled while its first step runs: the operator stops the Job with its own permissions.
   const running = await submit(twoSteps);

@@ -77,3 +77,19 @@ env:
       fieldRef:
         fieldPath: metadata.namespace
 {{- end -}}
+
+{{/*
+Object-store ports of the step NetworkPolicy when stepNetworkPolicy.objectStore.ports is empty,
+comma-separated: 443 and 9000, plus the port of the endpoint step pods use (written in the URL,
+else 80 or 443 from its scheme).
+*/}}
+{{- define "operon.stepStorePorts" -}}
+{{- $ports := list "443" "9000" -}}
+{{- with (.Values.s3.stepEndpoint | default .Values.s3.endpoint) -}}
+{{- $url := urlParse . -}}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" -}}
+{{- if not $port -}}{{- $port = ternary "443" "80" (eq $url.scheme "https") -}}{{- end -}}
+{{- $ports = append $ports $port -}}
+{{- end -}}
+{{- $ports | uniq | join "," -}}
+{{- end -}}
