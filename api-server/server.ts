@@ -75,7 +75,7 @@ function warnUnsafe(log: (s: string) => void, why: string): "off" {
 /** Embedded mode's engine: JSON run store and child-process executor under the data dir. */
 export async function createEmbeddedEngine(rt: Runtime, log: (s: string) => void): Promise<{ engine: Engine; stop(): Promise<void> }> {
   const dataDir = resolve(rt.config.OPERON_DATA_DIR);
-  const executor = createProcessExecutor({ dataDir, store: rt.store, sandbox: await chooseSandbox(dataDir, rt.config.OPERON_UNSAFE_NO_SANDBOX, log) });
+  const executor = createProcessExecutor({ dataDir, store: rt.store, sandbox: await chooseSandbox(dataDir, rt.config.OPERON_UNSAFE_NO_SANDBOX, log), keepWorkdirs: rt.config.OPERON_KEEP_WORKDIRS });
   await executor.recover();
   const engine = createEngine({ runs: createLocalRunStore(dataDir), executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, log });
   return { engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };

@@ -18,6 +18,8 @@ const EnvSchema = z.object({
   OPERON_ORG_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(5),
   /** Embedded mode: run steps without the bubblewrap sandbox (only where it cannot start; loudly logged). */
   OPERON_UNSAFE_NO_SANDBOX: bool.default(false),
+  /** Embedded mode: keep each step's working directory after it ends (debugging). */
+  OPERON_KEEP_WORKDIRS: bool.default(false),
   OPERON_KEY_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(30).default(30),
   OPERON_SIGNING_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   OPERON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),

@@ -39,7 +39,9 @@ export function startController(opts: ControllerOptions) {
     if (["completed", "failed", "cancelled"].includes(r.status)) set.delete(id); else set.add(id);
     active.set(r.organization, set);
   };
-  const unwatchRuns = opts.runs.watch((id) => { queue.add(id); void track(id); });
+  // A failed read here (a transient API error) only delays learning the run's organization:
+  // it is read again after its next reconcile. Never an unhandled rejection.
+  const unwatchRuns = opts.runs.watch((id) => { queue.add(id); track(id).catch((e: unknown) => opts.onError?.(id, e)); });
   const unwatchExec = opts.executor.watch((id) => {
     queue.add(id);
     const org = orgOf.get(id);

@@ -125,8 +125,13 @@ export function createReconciler(deps: ReconcilerDeps) {
       nextAttempt.set(stepId, Math.max(nextAttempt.get(stepId) ?? 1, o.attempt + 1));
       if (!retry) observed.set(stepId, toObserved(o));
     }
+    // What the run already records stands when the executor no longer shows it: a failed step
+    // that never reached it, and a completed step whose Job (or work directory) is gone — a
+    // completed step never runs again, whatever happens to its Job.
     for (const rec of run.steps) {
-      if (!seen.has(rec.stepId) && rec.status === "failed" && rec.error) observed.set(rec.stepId, { phase: "failed", message: rec.error });
+      if (seen.has(rec.stepId)) continue;
+      if (rec.status === "failed" && rec.error) observed.set(rec.stepId, { phase: "failed", message: rec.error });
+      if (rec.status === "completed") observed.set(rec.stepId, { phase: "completed", ...(rec.startedAt ? { startedAt: Date.parse(rec.startedAt) } : {}), ...(rec.completedAt ? { finishedAt: Date.parse(rec.completedAt) } : {}), ...(rec.exitCode !== null ? { exitCode: rec.exitCode } : {}) });
     }
 
     const running = [...observed].filter(([, o]) => o.phase === "running").map(([s]) => s);
@@ -187,7 +192,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     const fresh = started.size > 0 ? await deps.executor.observe(run.id) : seen;
     const steps: StepRecord[] = run.steps.map((rec) => {
       const p = plan.steps.find((s) => s.stepId === rec.stepId);
-      const o = fresh.get(rec.stepId);
+      const o = fresh.get(rec.stepId) ?? seen.get(rec.stepId); // seen a moment ago, even if gone since (a Job GC'd meanwhile)
       const st = started.get(rec.stepId);
       const next: StepRecord = {
         ...rec,
@@ -213,16 +218,22 @@ export function createReconciler(deps: ReconcilerDeps) {
     if (slotWaits.length) waitedForSlot.set(run.id, new Set([...(waitedForSlot.get(run.id) ?? []), ...slotWaits]));
     const refreshMs = positionRefreshMs(deps.ledger.waitingRunCount());
     let positionsDeferredMs: number | undefined;
+    const nextOf = (r: RunRecord): RunRecord => ({
+      ...r,
+      steps,
+      status: plan.status,
+      progressPct: plan.progressPct,
+      error: plan.error ?? null,
+      startedAt: r.startedAt ?? (plan.status !== "queued" ? new Date(now).toISOString() : null),
+      completedAt: terminal ? (r.completedAt ?? new Date(now).toISOString()) : null,
+    });
+    // run.json first, then the status that says it is due: a failed manifest write fails this
+    // reconcile before the run is marked started or finished, so the retry writes it again
+    // (level-triggered; a terminal run is never looked at again).
+    const starting = run.startedAt === null && plan.status !== "queued";
+    if (starting || terminal) await writeManifest(nextOf(run));
     const updated = await deps.runs.update(run.id, (r) => {
-      const next: RunRecord = {
-        ...r,
-        steps,
-        status: plan.status,
-        progressPct: plan.progressPct,
-        error: plan.error ?? null,
-        startedAt: r.startedAt ?? (plan.status !== "queued" ? new Date(now).toISOString() : null),
-        completedAt: terminal ? (r.completedAt ?? new Date(now).toISOString()) : null,
-      };
+      const next = nextOf(r);
       if (JSON.stringify(next) === JSON.stringify(r)) return undefined;
       if (withoutPositions(next) === withoutPositions(r)) {
         const since = now - (positionsWritten.get(r.id) ?? -Infinity);
@@ -231,7 +242,8 @@ export function createReconciler(deps: ReconcilerDeps) {
       positionsWritten.set(r.id, now);
       return next;
     });
-    if (updated && ((run.startedAt === null && updated.startedAt !== null) || terminal)) await writeManifest(updated);
+    // The stored record may have moved on meanwhile (e.g. a cancel request): write what it says now.
+    if (updated && (starting || terminal) && JSON.stringify(updated) !== JSON.stringify(nextOf(run))) await writeManifest(updated);
     if (terminal) { deps.ledger.remove(run.organization, run.id); positionsWritten.delete(run.id); waitedForSlot.delete(run.id); }
     // After a kill, look again soon: level-triggered, a step still running is killed again.
     const waiting = plan.steps.some((st) => st.status === "waiting");

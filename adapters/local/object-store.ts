@@ -71,10 +71,14 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
   /** Directories are re-checked against the disk at most this often (in-process writes invalidate at once). */
   const RECHECK_MS = 1000;
   let generation = 0;
+  /**
+   * A write can create directories on its way down, which changes every ancestor's entries:
+   * each ancestor's cached listing is dropped, so the next listing sees the write at once.
+   */
   const invalidate = (key: string) => {
     generation++;
-    const cut = key.lastIndexOf("/");
-    dirCache.delete(cut >= 0 ? key.slice(0, cut + 1) : "");
+    dirCache.delete("");
+    for (let cut = key.indexOf("/"); cut >= 0; cut = key.indexOf("/", cut + 1)) dirCache.delete(key.slice(0, cut + 1));
   };
 
   /** Serializes conditional writes to one key (embedded mode is a single process). */

@@ -43,6 +43,12 @@ export interface ProcessExecutorOptions {
   sandbox?: "bwrap" | "off" | { unavailable: string };
   /** In the sandbox, mount inputs the store keeps as local files read-only instead of copying them (default true). */
   mountInputs?: boolean;
+  /**
+   * Keep each step's working directory (its staged inputs and outputs) after it ends, for
+   * debugging (OPERON_KEEP_WORKDIRS=1). By default it is removed once the outputs are
+   * published; the step's state file and log stay.
+   */
+  keepWorkdirs?: boolean;
 }
 
 /** Where a step's files are: its state and log beside the tool's working directory, never in it. */
@@ -147,6 +153,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       delete e.child;
       await persist(task.runId, task.stepId, e);
       await publishLog(task, log);
+      if (!opts.keepWorkdirs) await Promise.all([rm(d.work, { recursive: true, force: true }), rm(d.tmp, { recursive: true, force: true })]).catch(() => undefined);
       changed(task.runId);
     };
     if (typeof sandbox === "object") {

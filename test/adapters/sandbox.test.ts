@@ -37,7 +37,7 @@ t.teardown(() => server.close());
 const port = (server.address() as { port: number }).port;
 
 function executor(sandbox: "bwrap" | "off", mountInputs = true) {
-  const ex = createProcessExecutor({ dataDir: dir, store, sandbox, mountInputs });
+  const ex = createProcessExecutor({ dataDir: dir, store, sandbox, mountInputs, keepWorkdirs: true });
   t.teardown(() => ex.shutdown());
   return ex;
 }

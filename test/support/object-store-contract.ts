@@ -78,6 +78,31 @@ export function objectStoreContract(t: Test, name: string, make: Make, options: 
   const bigSha = sha256Hex(big);
 
   const cases: Array<[string, Case]> = [
+    ["list after write and after delete, with no wait: new folders and files show at once", async (t, store) => {
+      const list = async (prefix: string) => (await store.list(prefix, { limit: 100 })).items.map((i) => i.key);
+      t.strictSame(await list("ws/"), [], "empty before");
+      for (let i = 0; i < 5; i++) {
+        await store.put(`ws/reads/r${i}.fastq`, `read ${i}`);
+        t.strictSame(await list("ws/"), Array.from({ length: i + 1 }, (_, j) => `ws/reads/r${j}.fastq`), `listed right after write ${i + 1} (a new folder the first time)`);
+      }
+      await store.put("ws/a/b/c/deep.txt", "deep");
+      t.ok((await list("ws/")).includes("ws/a/b/c/deep.txt"), "three new folders at once");
+      t.ok((await list("ws/a/")).includes("ws/a/b/c/deep.txt"));
+      await store.delete("ws/reads/r2.fastq");
+      t.notOk((await list("ws/")).includes("ws/reads/r2.fastq"), "gone from the listing right after delete");
+      t.notOk((await list("ws/reads/")).includes("ws/reads/r2.fastq"));
+    }],
+
+    ["a key that is not normalized is refused before the store is asked", async (t, store) => {
+      for (const key of ["a/../b", "../x", "/abs", "a//b", "a/./b", "a\\b", "a\u0000b", `a/${"x".repeat(300)}`]) {
+        await expectStoreError(t, store.put(key, "x"), "InvalidKey", `put ${JSON.stringify(key).slice(0, 30)}`);
+        await expectStoreError(t, store.get(key), "InvalidKey", `get ${JSON.stringify(key).slice(0, 30)}`);
+        await expectStoreError(t, store.delete(key), "InvalidKey", `delete ${JSON.stringify(key).slice(0, 30)}`);
+        await expectStoreError(t, store.presignGet(key, { expiresIn: 60 }), "InvalidKey", `presignGet ${JSON.stringify(key).slice(0, 30)}`);
+      }
+      await expectStoreError(t, store.list("a/../", { limit: 1 }), "InvalidKey", "list with a climbing prefix");
+    }],
+
     ["put/get round trip of a string", async (t, store) => {
       const text = "hello, wörld\n";
       const bytes = Buffer.from(text, "utf8");
