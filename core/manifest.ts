@@ -35,6 +35,8 @@ export const ManifestStepSchema = z.object({
   /** Kept for the spec's field list; Operon has no task definitions, so it holds the Job name or null. */
   taskDefinitionArn: z.string().nullable(),
   status: z.enum(STEP_STATUSES),
+  /** Operon addition: which attempt of the step this is (1 first; 0 never started); a lost attempt is run again as the next. */
+  attempt: z.number().int().min(0).optional(),
   dependsOn: z.array(z.string()),
   startedAt: iso.nullable(),
   completedAt: iso.nullable(),
@@ -112,6 +114,7 @@ export function buildManifest(run: RunRecord, now: number): RunManifest {
         imageDigest: x.imageDigest ?? null,
         taskDefinitionArn: x.jobName ?? null,
         status: s.status,
+        attempt: s.attempt,
         dependsOn: spec?.dependsOn ?? [],
         startedAt: s.startedAt,
         completedAt: s.completedAt,

@@ -27,7 +27,7 @@ import { SANDBOX_PASSWD, SANDBOX_TMP, SANDBOX_WORKDIR, bwrapArgv, type SandboxBi
 const KILL_GRACE_MS = 5000;
 const LOG_TAIL = 2000;
 
-interface Entry { state: ObservedStepState; child?: ChildProcess; killReason?: "timeout" | "cancelled"; dir: string }
+interface Entry { state: ObservedStepState; child?: ChildProcess; killReason?: "timeout" | "cancelled"; dir: string; pid?: number }
 
 export interface ProcessExecutorOptions {
   dataDir: string;
@@ -74,7 +74,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   const changed = (runId: string) => events.emit("change", runId);
 
   async function persist(runId: string, stepId: string, e: Entry): Promise<void> {
-    await writeFile(join(e.dir, "state.json"), JSON.stringify({ stepId, ...e.state }));
+    await writeFile(join(e.dir, "state.json"), JSON.stringify({ stepId, ...e.state, ...(e.pid !== undefined && e.state.phase === "running" ? { pid: e.pid } : {}) }));
   }
 
   async function which(cmd: string): Promise<string | undefined> {
@@ -123,12 +123,33 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   }
 
   /** SIGTERM now, SIGKILL if the process is still there after the grace period. */
+  /** A signal to the step's whole process group (the step is its leader), or to the step alone. */
+  function signal(child: ChildProcess, sig: NodeJS.Signals): void {
+    try { if (child.pid !== undefined) { process.kill(-child.pid, sig); return; } } catch { /* group gone: try the process */ }
+    child.kill(sig);
+  }
+
   function terminate(e: Entry): void {
     const child = e.child;
     if (!child) return;
-    child.kill("SIGTERM");
-    const t = setTimeout(() => { if (e.child === child) child.kill("SIGKILL"); }, KILL_GRACE_MS);
+    signal(child, "SIGTERM");
+    const t = setTimeout(() => { if (e.child === child) signal(child, "SIGKILL"); }, KILL_GRACE_MS);
     t.unref();
+  }
+
+  /**
+   * After a crash: a step recorded running may have left processes behind (unsandboxed steps
+   * do not die with the server; sandboxed ones do, through bwrap's --die-with-parent). Its
+   * process group is killed when its leader is still the step's (its cwd is the step's
+   * working directory), so the next attempt never runs beside the old one.
+   */
+  async function killLeftovers(dir: string, pid: number | undefined): Promise<void> {
+    if (pid === undefined) return;
+    let cwd: string;
+    try { cwd = await realpath(`/proc/${pid}/cwd`); } catch { return; }
+    const work = await realpath(dirsOf(dir).work).catch(() => dirsOf(dir).work);
+    if (cwd !== work && !cwd.startsWith(work + "/")) return;
+    try { process.kill(-pid, "SIGKILL"); } catch { try { process.kill(pid, "SIGKILL"); } catch { /* already gone */ } }
   }
 
   async function tail(file: string): Promise<string> {
@@ -218,7 +239,8 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     }
     let child: ChildProcess;
     try {
-      child = spawn(argv[0] as string, argv.slice(1), { cwd, env: sandbox === "bwrap" ? { PATH: "/usr/bin:/bin" } : env, stdio: ["ignore", outFd, logFd], detached: false });
+      // Its own process group, so a stop reaches every process of the step.
+      child = spawn(argv[0] as string, argv.slice(1), { cwd, env: sandbox === "bwrap" ? { PATH: "/usr/bin:/bin" } : env, stdio: ["ignore", outFd, logFd], detached: true });
     } catch (err) {
       closeSync(logFd);
       if (outFd !== logFd) closeSync(outFd);
@@ -226,6 +248,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       return;
     }
     e.child = child;
+    if (child.pid !== undefined) e.pid = child.pid;
     // Listen before anything else is awaited: a quick tool may exit at once.
     const exited = new Promise<number | null>((resolve) => {
       child.on("error", (err) => { void writeFile(log, `${scrub(e, err.message)}\n`, { flag: "a" }).catch(() => undefined); resolve(null); });
@@ -296,12 +319,14 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
         try { dirs = await readdir(join(root, runId)); } catch { continue; }
         for (const d of dirs) {
           const dir = join(root, runId, d);
-          let saved: ObservedStepState & { stepId: string };
-          try { saved = JSON.parse(await readFile(join(dir, "state.json"), "utf8")) as ObservedStepState & { stepId: string }; } catch { continue; }
-          const { stepId, ...state } = saved;
+          let saved: ObservedStepState & { stepId: string; pid?: number };
+          try { saved = JSON.parse(await readFile(join(dir, "state.json"), "utf8")) as ObservedStepState & { stepId: string; pid?: number }; } catch { continue; }
+          const { stepId, pid, ...state } = saved;
           const steps = stepsOf(runId);
           const cur = steps.get(stepId);
           if (state.phase === "running") {
+            await killLeftovers(dir, pid);
+            if (!opts.keepWorkdirs) await Promise.all([rm(dirsOf(dir).work, { recursive: true, force: true }), rm(dirsOf(dir).tmp, { recursive: true, force: true })]).catch(() => undefined);
             // The process is gone with the old server. Keep the attempt number so the next one is higher.
             if (!cur || cur.state.attempt < state.attempt) steps.set(stepId, { state: { ...state, phase: "failed", message: "lost: the server stopped while the step ran" }, dir });
             continue;
@@ -313,7 +338,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
     /** Stops every running step without recording an outcome (they are retried after a restart). */
     async shutdown() {
       stopping = true;
-      for (const steps of runs.values()) for (const e of steps.values()) if (e.child) e.child.kill("SIGKILL");
+      for (const steps of runs.values()) for (const e of steps.values()) if (e.child) signal(e.child, "SIGKILL");
     },
   };
 }

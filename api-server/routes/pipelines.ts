@@ -34,7 +34,7 @@ export function runView(run: RunRecord) {
     output_folder: run.outputFolder,
     manifest_path: `${run.outputFolder}/run.json`,
     steps: run.steps.map((s) => ({
-      step_id: s.stepId, tool: s.toolName, status: s.status, started_at: s.startedAt, completed_at: s.completedAt,
+      step_id: s.stepId, tool: s.toolName, status: s.status, attempt: s.attempt, started_at: s.startedAt, completed_at: s.completedAt,
       exit_code: s.exitCode, error: s.error, waiting_reason: s.waitingReason ?? null, ...(s.queuePosition !== undefined ? { queue_position: s.queuePosition } : {}),
     })),
   };
