@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { Histogram, Registry } from "prom-client";
 import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
 import type { Issue } from "../core/issues.js";
-import type { Clock, ObjectStore, RunRecord, RunStore, StepExecutor } from "../core/ports.js";
+import { StoreError, type Clock, type ObjectStore, type RunRecord, type RunStore, type StepExecutor } from "../core/ports.js";
 import { Ledger } from "../core/quota.js";
 import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
@@ -75,6 +75,9 @@ export interface EngineDeps {
   controller?: boolean;
 }
 
+/** Where run folders are claimed (service data, never visible through the files API). */
+export const RUN_FOLDER_CLAIMS = "_system/run-folders/";
+
 /** Buckets of operon_step_start_latency_seconds: fine below a second, where the targets are. */
 export const STEP_START_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30, 60, 300];
 
@@ -105,11 +108,14 @@ export function createEngine(deps: EngineDeps): Engine {
 
   /**
    * The run folder: a UTC timestamp, suffixed when a run of the same second already took it.
-   * Names handed out in this process are remembered for a minute (until the run has written
-   * into its folder), and the search starts after the last one given for that second, so a
-   * burst of submissions does not list every earlier folder of the second again.
+   * A folder is claimed in the store with a create-if-absent write of
+   * `_system/run-folders/<workspace root><folder>` (hidden from the files API), so two
+   * api-server replicas never hand out the same folder; a folder that already holds files
+   * (an older run without a claim) is skipped too. Names handed out in this process are
+   * remembered for a minute and the search starts after the last one given for that second,
+   * so a burst of submissions does not try every earlier folder of the second again.
    */
-  async function uniqueFolder(root: string, now: number): Promise<string> {
+  async function uniqueFolder(root: string, now: number, runId: string): Promise<string> {
     const base = `pipelines/${runFolderName(now)}`;
     const key = `${root}${base}`;
     for (const [k, v] of reserved) if (now - v.at > 60_000) reserved.delete(k);
@@ -120,7 +126,13 @@ export function createEngine(deps: EngineDeps): Engine {
       reserved.set(key, { at: now, last: n });
       const folder = n === 1 ? base : `${base}-${n}`;
       const page = await deps.store.list(`${root}${folder}/`, { limit: 1 });
-      if (page.items.length === 0) return folder;
+      if (page.items.length !== 0) continue;
+      try {
+        await deps.store.put(`${RUN_FOLDER_CLAIMS}${root}${folder}`, runId, { ifNoneMatch: "*", contentType: "text/plain" });
+        return folder;
+      } catch (e) {
+        if (!(e instanceof StoreError && e.code === "PreconditionFailed")) throw e;
+      }
     }
   }
   /** Per workspace root and second: the highest suffix handed out, and when. */
@@ -165,7 +177,7 @@ export function createEngine(deps: EngineDeps): Engine {
         spec,
         parameters: inputs.values,
         inputChecksums,
-        outputFolder: await uniqueFolder(root, now),
+        outputFolder: await uniqueFolder(root, now, id),
         createdAt: new Date(now).toISOString(),
         startedAt: null,
         completedAt: null,

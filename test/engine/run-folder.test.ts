@@ -1,7 +1,9 @@
 /**
  * Run folders (DESIGN §5): a UTC timestamp, unique per workspace even for a burst of
  * submissions in the same second, concurrent or not, found without re-listing every
- * earlier folder of that second; and a folder already in storage is never reused.
+ * earlier folder of that second; a folder already in storage is never reused; and two
+ * api-server processes (two engines sharing only the store) never share a folder, on the
+ * filesystem store and on a real S3 server.
  */
 import t from "tap";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,7 +12,9 @@ import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createEngine } from "../../api-server/engine.js";
+import { createS3ObjectStore } from "../../adapters/s3/object-store.js";
 import type { ObjectStore, StepExecutor } from "../../core/ports.js";
+import { startMinio } from "../support/minio.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-folders-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -42,3 +46,24 @@ t.test("a burst in one second: unique folders, a bounded number of listings", as
   t.equal(sequential[39], "pipelines/2026-11-22T02-00-00Z-41");
   t.ok(lists < 80 * 3, `listings stay linear in the submissions (${lists} for 80)`);
 });
+
+for (const kind of ["filesystem", "S3 (MinIO)"] as const) {
+  t.test(`two api-servers, 200 runs in the same second, one workspace (${kind}): no shared folder`, async (t) => {
+    let shared: ObjectStore;
+    if (kind === "filesystem") shared = createLocalObjectStore({ root: mkdtempSync(join(tmpdir(), "operon-folders-")), publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
+    else {
+      const minio = await startMinio();
+      t.teardown(() => minio.stop());
+      shared = createS3ObjectStore({ endpoint: minio.endpoint, bucket: minio.bucket, region: minio.region, forcePathStyle: true, credentials: { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey } });
+    }
+    // Separate engines: separate in-process reservations, as two replicas have.
+    const replicas = [0, 1].map(() => createEngine({ runs: createLocalRunStore(mkdtempSync(join(tmpdir(), "operon-folders-"))), executor: idle, store: shared, clock: { now: () => fixed }, orgConcurrency: () => 5, controller: false }));
+    const folders = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
+      const r = await (replicas[i % 2] as typeof engine).submit({ organization: "acme", workspace: "ws", keyId: "k", spec, source: { kind: "inline" }, input: {} });
+      if (!r.ok) throw new Error(r.message);
+      return r.run.outputFolder;
+    }));
+    t.equal(new Set(folders).size, 200, "200 distinct folders");
+    t.ok(folders.every((f) => f.startsWith("pipelines/2026-11-22T02-00-00Z")), "all of the same second");
+  });
+}
