@@ -321,3 +321,23 @@ t.test("a PipelineRun deleted while its Jobs run frees its organization's slots"
   const job = await until("the next run's Job", async () => (await jobsOf(next.id))[0]);
   t.ok(job, "the waiting run starts once the deleted run's slots are free");
 });
+
+t.test("a completed step whose Job is deleted mid-run (TTL garbage collection) is not run again", async (t) => {
+  const h = await org("gc-org");
+  const chain = { id: "chain", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"]), step("c", "${b.outputFile}", ["b"])] };
+  const run = await submit(h, chain);
+  const a = await until("job a", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "a"));
+  await completeJob(client, NS, a, store);
+  const b = await until("job b", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "b"));
+  // What ttlSecondsAfterFinished does to a's Job while the run goes on.
+  await client.request("DELETE", `${paths.jobs(NS)}/${a.metadata.name}`, { query: { propagationPolicy: "Background" } });
+  await until("the operator to stop seeing a's Job", async () => ((await operator.executor()?.observe(run.id))?.get("a") === undefined ? true : undefined));
+  await completeJob(client, NS, b, store);
+  const c = await until("job c", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "c"));
+  await completeJob(client, NS, c, store);
+  const done = await until("run completed", async () => { const r = await getRun(h, run.id); return r.status === "completed" ? r : undefined; });
+  t.same(done.steps.map((s) => s.status), ["completed", "completed", "completed"]);
+  t.same((await jobsOf(run.id)).map((j) => j.metadata.name).sort(), [b.metadata.name, c.metadata.name].sort(), "no second Job for a");
+  const pr = await client.request<{ status: { steps: Array<{ stepId: string; attempt?: number }> } }>("GET", `${paths.pipelineRuns(NS)}/${run.id}`);
+  t.equal(pr.status.steps.find((s) => s.stepId === "a")?.attempt, 1, "a ran once");
+});
