@@ -27,8 +27,12 @@ export const RESERVED_RUN_NAMES: readonly string[] = ["run.json", "logs"];
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
 
+/** Printable ASCII: no control character, and its own NFKC form (the common case, checked fast). */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 /** Why a string is unfit to be any part of a path, whatever its position; undefined when fit. */
 function hostileCharacters(input: string): string | undefined {
+  if (PRINTABLE_ASCII.test(input)) return input.includes("\\") ? "contains a backslash" : undefined;
   if (CONTROL.test(input)) return "contains a control or invisible formatting character";
   if (input.includes("\\")) return "contains a backslash";
   // Look-alikes (fullwidth solidus, one-dot leader, …) that a later NFKC step would turn
@@ -41,7 +45,13 @@ function hostileCharacters(input: string): string | undefined {
   return undefined;
 }
 
-const utf8Length = (s: string) => new TextEncoder().encode(s).length;
+/** UTF-8 length; a string of at most MAX_SEGMENT_BYTES / 3 characters cannot exceed the limit. */
+const utf8Length = (s: string): number => {
+  if (s.length * 3 <= MAX_SEGMENT_BYTES) return s.length;
+  let n = 0;
+  for (const ch of s) { const c = ch.codePointAt(0) as number; n += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+  return n;
+};
 
 /** Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. */
 export function normalizeWorkspacePath(input: string): PathResult {

@@ -71,11 +71,10 @@ export function resolveStepParameters(step: Pick<PipelineStep, "parameters">, in
  * become issues at their JSON pointer, so a run is refused before it starts. Steps whose
  * tool is unknown or whose references do not resolve are left to `validateSpec`.
  */
-export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue, skip: ReadonlySet<number> = new Set()): Issue[] {
+export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue): Issue[] {
   const issues: Issue[] = [];
   const standIn: OutputLookup = (stepId, output) => `pipelines/run/${stepId}.${output === "outputFile" ? "out" : "out2"}`;
   spec.steps.forEach((step, i) => {
-    if (skip.has(i)) return;
     const tool = tools.get(step.toolName);
     if (!tool) return;
     const params = resolveStepParameters(step, inputs, standIn);

@@ -7,12 +7,11 @@
  */
 import type { z } from "zod";
 import { buildDag } from "../dag.js";
-import { OUTPUT_NAMES, findReferences, type OutputName } from "../interpolate.js";
+import { OUTPUT_NAMES, findReferences, interpolate, type OutputName, type Reference } from "../interpolate.js";
 import { IssueList, closest, pointer, type ValidationResult } from "../issues.js";
 import { defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue } from "../tools/index.js";
 import { normalizeWorkspacePath } from "../paths.js";
-import { dryBuildSteps } from "./resolve.js";
-import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS, type PipelineSpec } from "./schema.js";
+import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
 
 export interface ValidationContext {
   tools: ToolCatalogue;
@@ -25,15 +24,19 @@ const asArray = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 export function validateSpec(spec: unknown, context: ValidationContext = { tools: defaultCatalogue }): ValidationResult {
   const issues = new IssueList();
   try {
-    check(spec, context, issues);
-    dryBuild(spec, context, issues);
+    const readsInputs = new Map<number, Set<string>>();
+    check(spec, context, issues, readsInputs);
+    checkDefaults(spec, context, issues, readsInputs);
   } catch (e) {
     issues.error("internal_error", "", `validation stopped unexpectedly: ${e instanceof Error ? e.message : String(e)}`);
   }
   return dedupe(issues.result());
 }
 
-function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): void {
+/** Per step index, the parameters (top-level names) whose values read a declared input. */
+type InputReaders = Map<number, Set<string>>;
+
+function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, readsInputs: InputReaders): void {
   if (!isObject(spec)) {
     issues.error("invalid_type", "", "a pipeline spec must be a JSON object");
     return;
@@ -154,6 +157,8 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
       }
       const ref = segment.ref;
       if (ref.kind === "input") {
+        const param = path[3];
+        if (typeof param === "string") { const set = readsInputs.get(i) ?? new Set<string>(); set.add(param); readsInputs.set(i, set); }
         if (!inputNames.has(ref.name)) {
           const stepHint = stepIndex.has(ref.name) ? ` (to use step "${ref.name}"'s output write \${${ref.name}.outputFile})` : hint(ref.name, inputNames.keys());
           issues.error("unresolved_reference", where(), `${ref.raw} names no declared input${stepHint}`);
@@ -175,29 +180,41 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList): 
 }
 
 /**
- * Every step that has no error yet is built once with the inputs' defaults (steps reading an
- * input without a default are skipped): what only interpolation reveals (an output name made
- * of a default that starts with "-", a derived name that is reserved) is reported here, as a
- * run would refuse it at submission.
+ * The parameters that read an input with a default are checked again by the tool's schema
+ * with the default in place (a file default that leaves the workspace, an output name made
+ * of a default that starts with "-", an `args` element that names a host path): what only
+ * interpolation reveals, as a run would refuse it at submission (which builds every step).
+ * Only those parameters are interpolated and parsed: a tool schema's fields are all optional.
  */
-function dryBuild(spec: unknown, { tools }: ValidationContext, issues: IssueList): void {
-  if (!isObject(spec) || !Array.isArray(spec.steps) || issues.errors.some((e) => e.path === "" || e.path === "/steps")) return;
-  const defaults: Record<string, string> = {};
+function checkDefaults(spec: unknown, { tools }: ValidationContext, issues: IssueList, readsInputs: InputReaders): void {
+  if (readsInputs.size === 0 || !isObject(spec) || !Array.isArray(spec.steps)) return;
+  const defaults = new Map<string, string>();
   asArray(spec.inputs).forEach((inp, i) => {
     if (!isObject(inp) || typeof inp.name !== "string" || typeof inp.default !== "string") return;
     if (inp.type === "file") {
       const n = normalizeWorkspacePath(inp.default);
       if (!n.ok) { issues.error("invalid_default", pointer("inputs", i, "default"), `the default of file input "${inp.name}": ${n.reason}`); return; }
-      defaults[inp.name] = n.path;
-    } else defaults[inp.name] = inp.default;
+      defaults.set(inp.name, n.path);
+    } else defaults.set(inp.name, inp.default);
   });
-  const skip = new Set<number>();
-  spec.steps.forEach((st, i) => {
+  if (defaults.size === 0) return;
+  // An earlier step's output stands in as a plain workspace path: always a fit value.
+  const resolver = (ref: Reference) => (ref.kind === "input" ? defaults.get(ref.name) : `pipelines/run/${ref.stepId}.out`);
+  for (const [i, params] of readsInputs) {
+    const st = spec.steps[i];
     const at = pointer("steps", i);
-    if (!isObject(st) || typeof st.toolName !== "string" || issues.errors.some((e) => e.path === at || e.path.startsWith(`${at}/`))) skip.add(i);
-  });
-  if (skip.size === spec.steps.length) return;
-  for (const e of dryBuildSteps(spec as Pick<PipelineSpec, "steps">, defaults, tools, skip)) issues.error(e.code, e.path, e.message);
+    if (!isObject(st) || !isObject(st.parameters) || typeof st.toolName !== "string") continue;
+    const tool = tools.get(st.toolName);
+    if (!tool || issues.errors.some((e) => e.path === at || e.path.startsWith(`${at}/`))) continue;
+    const part: Json = {};
+    for (const name of params) {
+      const { value, unresolved } = interpolate(st.parameters[name], resolver);
+      if (unresolved.length === 0) part[name] = value;
+    }
+    const parsed = tool.inputSchema.safeParse(part);
+    if (parsed.success) continue;
+    for (const e of zodIssues(parsed.error, ["steps", i, "parameters"])) issues.error(e.code, e.path, `${e.message} (with the inputs' defaults)`);
+  }
 }
 
 function positionalWarning(producer: unknown, producerIndex: number, stepId: string, output: OutputName, at: () => string, warned: Set<string>, issues: IssueList): void {
