@@ -12,7 +12,7 @@ import type { FastifyInstance } from "fastify";
 import type { Config } from "../core/config.js";
 import type { ObjectStore } from "../core/ports.js";
 import { createLocalObjectStore } from "../adapters/local/object-store.js";
-import { createS3ObjectStore } from "../adapters/s3/object-store.js";
+import { S3_DEFAULT_CONNECTION_TIMEOUT_MS, createS3ObjectStore } from "../adapters/s3/object-store.js";
 import { buildApp } from "./app.js";
 import { installLastResortHandlers } from "./last-resort.js";
 import { createEngine, type Engine } from "./engine.js";
@@ -40,6 +40,9 @@ export async function createStore(config: Config, secret: string): Promise<Objec
       bucket: config.S3_BUCKET as string,
       region: config.S3_REGION,
       forcePathStyle: config.S3_FORCE_PATH_STYLE,
+      requestTimeoutMs: config.OPERON_S3_REQUEST_TIMEOUT_SECONDS * 1000,
+      connectionTimeoutMs: Math.min(S3_DEFAULT_CONNECTION_TIMEOUT_MS, config.OPERON_S3_REQUEST_TIMEOUT_SECONDS * 1000),
+      maxAttempts: config.OPERON_S3_MAX_ATTEMPTS,
       ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
       ...(config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY ? { credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY } } : {}),
     });
@@ -54,12 +57,12 @@ export interface Runtime { config: Config; store: ObjectStore; service: ServiceS
  * steps are refused unless OPERON_UNSAFE_NO_SANDBOX=1 allows them unsandboxed, and start-up
  * says so loudly either way.
  */
-export async function chooseSandbox(dataDir: string, allowUnsafe: boolean, log: (s: string) => void): Promise<"bwrap" | "off" | { unavailable: string }> {
+export async function chooseSandbox(dataDir: string, allowUnsafe: boolean, log: (s: string) => void, bwrap = "bwrap"): Promise<"bwrap" | "off" | { unavailable: string }> {
   const dir = join(dataDir, "sandbox-probe");
   await mkdir(dir, { recursive: true });
   const passwd = join(dir, "passwd");
   await writeFile(passwd, SANDBOX_PASSWD);
-  const probe = await probeSandbox(dir, passwd);
+  const probe = await probeSandbox(dir, passwd, bwrap);
   // The sandbox is used wherever it starts: the variable only permits running without it where it cannot.
   if (probe.ok) return "bwrap";
   if (allowUnsafe) return warnUnsafe(log, `the sandbox cannot start (${probe.reason})`);

@@ -57,10 +57,10 @@ export const SANDBOX_PASSWD = `step:x:0:0:operon step:${SANDBOX_WORKDIR}:/usr/sb
 
 export type SandboxProbe = { ok: true } | { ok: false; reason: string };
 
-/** Whether bubblewrap can start a sandbox here: runs `true` inside one. */
-export function probeSandbox(tmpDir: string, passwdFile: string): Promise<SandboxProbe> {
+/** Whether bubblewrap can start a sandbox here: runs `true` inside one (`bwrap`: the executable, for tests). */
+export function probeSandbox(tmpDir: string, passwdFile: string, bwrap = "bwrap"): Promise<SandboxProbe> {
   return new Promise((resolve) => {
-    const argv = bwrapArgv({ workDir: tmpDir, tmpDir, passwdFile, binds: [], env: { PATH: "/usr/bin:/bin" }, argv: ["true"] });
+    const argv = [bwrap, ...bwrapArgv({ workDir: tmpDir, tmpDir, passwdFile, binds: [], env: { PATH: "/usr/bin:/bin" }, argv: ["true"] }).slice(1)];
     let err = "";
     let child;
     try {

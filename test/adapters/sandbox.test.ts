@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { ObservedStepState, StepTask } from "../../core/ports.js";
+import { chooseSandbox } from "../../api-server/server.js";
 import type { Invocation } from "../../core/tools/index.js";
 import { until } from "../support/wait.js";
 
@@ -126,4 +127,17 @@ t.test("where the sandbox cannot start, steps are refused with the reason", asyn
   const r = await runStep(ex, ["true"]);
   t.equal(r.state.phase, "failed");
   t.match(r.state.message ?? "", /sandbox cannot start here \(bwrap is not installed\).*OPERON_UNSAFE_NO_SANDBOX=1/);
+});
+
+t.test("start-up: the sandbox where it starts; else steps refused, or unsandboxed with OPERON_UNSAFE_NO_SANDBOX=1, loudly", async (t) => {
+  const logs: string[] = [];
+  const log = (m: string) => logs.push(m);
+  t.equal(await chooseSandbox(dir, false, log), "bwrap", "bwrap works on this machine");
+  t.equal(await chooseSandbox(dir, true, log), "bwrap", "the variable never turns a working sandbox off");
+  t.strictSame(logs, [], "nothing to warn about");
+  const missing = join(dir, "no-such-bwrap");
+  t.match(await chooseSandbox(dir, false, log, missing), { unavailable: /bwrap is not installed/ });
+  t.match(logs.pop(), /^WARNING: steps will not run: .*OPERON_UNSAFE_NO_SANDBOX=1/);
+  t.equal(await chooseSandbox(dir, true, log, missing), "off");
+  t.match(logs.pop(), /^WARNING: the sandbox cannot start .*WITHOUT the sandbox/);
 });
