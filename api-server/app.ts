@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
-import rateLimit from "@fastify/rate-limit";
+import rateLimit, { normalizeIP } from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
@@ -26,7 +26,8 @@ import { toolRoutes } from "./routes/tools.js";
 import type { Engine } from "./engine.js";
 
 export interface AppDeps {
-  config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> & { signingSecret: string };
+  config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &
+    Partial<Pick<Config, "OPERON_RATE_LIMIT_PER_IP_PER_MINUTE">> & { signingSecret: string };
   store: ObjectStore;
   service: ServiceStore;
   clock?: Clock;
@@ -46,6 +47,13 @@ declare module "fastify" {
 }
 
 export const MAX_UPLOAD_BYTES = 500 * 1000 * 1000;
+/** Seconds a client is told to wait (Retry-After) when the object store is unavailable. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+/** Requests per minute per client address when the configuration does not say (as core/config.ts). */
+export const DEFAULT_RATE_LIMIT_PER_IP_PER_MINUTE = 12_000;
+
+/** Requests under the rate limits: the API under /v1/, except the OpenAPI document. */
+const rateLimited = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/openapi.json");
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? { now: () => Date.now() };
@@ -68,12 +76,37 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const metrics = createMetrics();
   app.decorate("operon", { deps: { ...deps, clock }, auth, metrics });
 
+  const rateLimitError = (message: string) => Object.assign(new ApiError("rate_limited", message), { statusCode: 429 });
+
+  // Two rate limits: per API key (after authentication, below) and, first, per client
+  // address before authentication, so that a flood of bad keys is refused before each one
+  // costs a key lookup in the store. Fixed one-minute windows, 429 with Retry-After beyond.
+  await app.register(rateLimit, {
+    global: true,
+    hook: "preHandler",
+    max: deps.config.OPERON_RATE_LIMIT_PER_MINUTE,
+    timeWindow: 60_000,
+    keyGenerator: (req) => req.auth?.keyId ?? `ip:${req.ip}`,
+    allowList: (req) => !rateLimited(req.url),
+    errorResponseBuilder: (_req, ctx) => rateLimitError(`rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
+  });
+  const perAddressMax = deps.config.OPERON_RATE_LIMIT_PER_IP_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_IP_PER_MINUTE;
+  // IPv6 clients are counted by /64, as the plugin does by default: one host usually has many.
+  const perAddress = app.createRateLimit({ max: perAddressMax, timeWindow: 60_000, keyGenerator: (req) => (req.ip ? normalizeIP(req.ip) : "unknown") });
+
   app.addHook("onRequest", async (req, reply) => {
     req.startedAt = process.hrtime.bigint();
     reply.header("x-request-id", req.id);
     // Every matched route needs a key unless it says `public`: a route that forgot to declare
     // its scope is closed, not open. Unmatched URLs go straight to the 404 handler.
     if (req.routeOptions.url === undefined) return;
+    if (rateLimited(req.url)) {
+      const limit = await perAddress(req);
+      if (!limit.isAllowed && limit.isExceeded) {
+        void reply.headers({ "x-ratelimit-limit": limit.max, "x-ratelimit-remaining": 0, "x-ratelimit-reset": limit.ttlInSeconds, "retry-after": limit.ttlInSeconds });
+        throw rateLimitError(`rate limit of ${limit.max} requests per minute from one address exceeded; retry in ${limit.ttlInSeconds} s`);
+      }
+    }
     const scope = req.routeOptions.config.scope ?? "any";
     if (scope === "public") return;
     const r = await auth.authenticate(req.headers);
@@ -115,6 +148,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // A key that escaped every route's normalizer was refused by the store itself.
       status = 400;
       body = { error: "invalid_request", message: err.message };
+    } else if (err instanceof StoreError && err.code === "Unavailable") {
+      // An outage of the object store: the client may retry; what failed is for the log only.
+      req.log.warn({ err }, "object store unavailable");
+      status = 503;
+      body = { error: "unavailable", message: "object storage is temporarily unavailable; retry later" };
     } else if (hasZodFastifySchemaValidationErrors(err)) {
       const issues = err.validation.map((v) => {
         const field = [v.instancePath.replace(/^\//, "").replace(/\//g, "."), (v.params as { issue?: { path?: unknown[] } }).issue?.path?.join(".")].find((x) => x) ?? "";
@@ -136,6 +174,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         body = { error: "internal_error", message: "internal error" };
       }
     }
+    // Whatever produced it, a 503 says when to come back.
+    if (status === 503) void reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_SECONDS));
     // Whatever produced it, a message never carries a server path or a credential to the client.
     const details = body.details ? { details: clientDetails(body.details) as Record<string, unknown> } : {};
     void reply.status(status).type("application/json").send({ error: body.error, message: clientMessage(body.message), ...details, request_id: req.id });
@@ -153,19 +193,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       security: [{ bearer: [] }, { apiKey: [] }],
     },
     transform: jsonSchemaTransform,
-  });
-
-  await app.register(rateLimit, {
-    global: true,
-    hook: "preHandler",
-    max: deps.config.OPERON_RATE_LIMIT_PER_MINUTE,
-    timeWindow: 60_000,
-    keyGenerator: (req) => req.auth?.keyId ?? `ip:${req.ip}`,
-    allowList: (req) => !req.url.startsWith("/v1/") || req.url.startsWith("/v1/openapi.json"),
-    errorResponseBuilder: (_req, ctx) => {
-      const e = new ApiError("rate_limited", `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`);
-      return Object.assign(e, { statusCode: 429 });
-    },
   });
 
   await app.register(systemRoutes);

@@ -2,7 +2,10 @@
  * Authentication and authorization (spec: Authentication; DESIGN §7). Keys arrive as
  * `Authorization: Bearer` or `X-API-Key`; only their SHA-256 is looked up. Records are
  * cached for OPERON_KEY_CACHE_TTL_SECONDS (≤ 30), so a revoked key stops working within
- * that time. `last_used_at` is collected in memory and written in batches, never per request.
+ * that time. Unknown keys are cached too, briefly and apart, so that a burst of one bad key
+ * costs one store read and a flood of random ones never evicts the known keys; concurrent
+ * lookups of one key share one read. `last_used_at` is collected in memory and written in
+ * batches, never per request.
  */
 import type { Clock } from "../core/ports.js";
 import { ApiError } from "./errors.js";
@@ -18,8 +21,18 @@ export interface AuthContext {
 
 export type AuthFailure = "missing" | "malformed" | "unknown" | "revoked";
 
+/** Entries of each key cache; beyond, the oldest entry goes. */
+export const KEY_CACHE_MAX_ENTRIES = 10_000;
+/** How long an unknown key is remembered (and at most the key cache TTL): a key created meanwhile works after this. */
+export const NEGATIVE_KEY_CACHE_MS = 5_000;
+
 export class Authenticator {
-  private readonly cache = new Map<string, { record: KeyRecord | undefined; at: number }>();
+  /** Known keys (revoked ones included), by hash. Only a record found in the store enters. */
+  private readonly cache = new Map<string, { record: KeyRecord; at: number }>();
+  /** Unknown key hashes and when they were looked up: separate, so they cannot push out known keys. */
+  private readonly unknown = new Map<string, number>();
+  /** Lookups in flight, so that concurrent requests with one key cause one store read. */
+  private readonly inflight = new Map<string, Promise<KeyRecord | undefined>>();
   private readonly workspaceCache = new Map<string, { record: WorkspaceRecord | undefined; at: number }>();
   private readonly lastUsed = new Map<string, string>();
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -50,16 +63,29 @@ export class Authenticator {
     };
   }
 
-  private async lookup(hash: string): Promise<KeyRecord | undefined> {
+  private lookup(hash: string): Promise<KeyRecord | undefined> {
     const now = this.clock.now();
+    const ttl = this.ttlSeconds * 1000;
     const hit = this.cache.get(hash);
-    // Unknown keys are cached briefly too (at most 2 s), so a key made a moment ago works soon.
-    const ttl = hit?.record ? this.ttlSeconds * 1000 : Math.min(this.ttlSeconds * 1000, 2000);
-    if (hit && now - hit.at < ttl) return hit.record;
-    const record = await this.service.findKeyByHash(hash);
-    this.cache.set(hash, { record, at: now });
-    if (this.cache.size > 10_000) this.cache.delete(this.cache.keys().next().value as string);
-    return record;
+    if (hit && now - hit.at < ttl) return Promise.resolve(hit.record);
+    const missed = this.unknown.get(hash);
+    if (missed !== undefined && now - missed < Math.min(ttl, NEGATIVE_KEY_CACHE_MS)) return Promise.resolve(undefined);
+    let pending = this.inflight.get(hash);
+    if (!pending) {
+      // A failed read (the store is unavailable) is not remembered: the next request asks again.
+      pending = this.service.findKeyByHash(hash).then((record) => {
+        if (record) {
+          remember(this.cache, hash, { record, at: now });
+          this.unknown.delete(hash);
+        } else {
+          remember(this.unknown, hash, now);
+          this.cache.delete(hash);
+        }
+        return record;
+      }).finally(() => this.inflight.delete(hash));
+      this.inflight.set(hash, pending);
+    }
+    return pending;
   }
 
   /**
@@ -106,4 +132,11 @@ export class Authenticator {
     if (this.timer) clearInterval(this.timer);
     await this.flush();
   }
+}
+
+/** Sets `key` as the newest entry of `map`, dropping the oldest beyond KEY_CACHE_MAX_ENTRIES. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > KEY_CACHE_MAX_ENTRIES) map.delete(map.keys().next().value as string);
 }

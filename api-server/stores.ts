@@ -2,6 +2,23 @@
  * Service data kept in the object store under `_system/` (DESIGN §5): API keys (only their
  * SHA-256 is stored, with a hash index for lookup), organizations' workspaces, and
  * conversations. One implementation for both modes, since it only speaks the ObjectStore port.
+ *
+ * Listings read only what they return, through index objects whose keys sort the way the
+ * listing does (the store lists keys in byte order, and a cursor is a key to start after):
+ * - Keys of an organization: `_system/orgs/<org>/keys/<key id>`, written before the key's
+ *   record; `keys list` reads the records of that organization only.
+ * - Conversations by last activity: `_system/orgs/<org>/conversation-activity/<ws>/<rank>.<id>`
+ *   with rank = 9999999999999 − updated_at in ms, 13 digits, so the most recent sorts first
+ *   (ties: by id, ascending). Saving a conversation writes its new entry, then the record,
+ *   then deletes its previous entry. A page lists `limit + 1` entries from the `before`
+ *   conversation's own entry and reads only the conversations they name; an entry that does
+ *   not match its conversation's current activity (left by an interrupted or concurrent save)
+ *   is skipped, never shown twice. `before` is resolved to the conversation's current rank,
+ *   so a conversation active again since the previous page moves that page's boundary.
+ * This was chosen over one index object per workspace: no read-modify-write of a shared
+ * object on every message, and a page costs the same however many conversations there are.
+ * Data written before an index existed is indexed once, on the first listing that needs it
+ * (a marker under `_system/indexes/` records it; a new workspace gets its marker at once).
  */
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import type { ObjectStore } from "../core/ports.js";
@@ -90,6 +107,13 @@ async function updateJson<T>(store: ObjectStore, key: string, change: (current: 
 const writeJson = (store: ObjectStore, key: string, value: unknown, ifNoneMatch?: boolean) =>
   store.put(key, JSON.stringify(value, null, 2), { contentType: "application/json", ...(ifNoneMatch ? { ifNoneMatch: "*" as const } : {}) });
 
+/** Conversation activity ranks: the most recent activity sorts first. */
+const RANK_MAX = 9_999_999_999_999;
+function activityRank(updatedAt: string): string {
+  const ms = Date.parse(updatedAt);
+  return String(RANK_MAX - Math.min(RANK_MAX, Math.max(0, Number.isFinite(ms) ? ms : 0))).padStart(13, "0");
+}
+
 async function listAll(store: ObjectStore, prefix: string): Promise<string[]> {
   const keys: string[] = [];
   let cursor: string | undefined;
@@ -104,6 +128,19 @@ async function listAll(store: ObjectStore, prefix: string): Promise<string[]> {
 export class ServiceStore {
   constructor(readonly store: ObjectStore, private readonly now: () => Date = () => new Date()) {}
 
+  /** Index markers known to exist (an index, once built, stays built). */
+  private readonly indexed = new Set<string>();
+
+  /** Runs `build` unless the index `marker` names was built already, then records it. */
+  private async ensureIndexed(marker: string, build: () => Promise<void>): Promise<void> {
+    if (this.indexed.has(marker)) return;
+    if (!(await this.store.head(marker))) {
+      await build();
+      await this.store.put(marker, this.now().toISOString(), { contentType: "text/plain" });
+    }
+    this.indexed.add(marker);
+  }
+
   /* ---------- workspaces ---------- */
   async createWorkspace(organization: string, id: string, name?: string): Promise<WorkspaceRecord> {
     for (const [field, v] of [["org", organization], ["id", id]] as const) {
@@ -116,6 +153,8 @@ export class ServiceStore {
       if (e instanceof StoreError && e.code === "PreconditionFailed") throw new Error(`workspace ${organization}/${id} already exists`, { cause: e });
       throw e;
     }
+    // A new workspace has no conversations stored before the activity index.
+    await this.store.put(this.conversationsIndexed(organization, id), rec.created_at, { contentType: "text/plain" });
     return rec;
   }
 
@@ -148,6 +187,8 @@ export class ServiceStore {
       last_used_at: null,
       hash: hashKey(key),
     };
+    // The organization's index entry first: a key is never missing from `keys list`.
+    await writeJson(this.store, this.keyEntry(record.organization, record.id), { id: record.id });
     await writeJson(this.store, `_system/keys/${record.id}.json`, record, true);
     await writeJson(this.store, `_system/key-hashes/${record.hash}.json`, { id: record.id }, true);
     return { record, key };
@@ -163,9 +204,20 @@ export class ServiceStore {
     return idx ? this.getKey(idx.id) : undefined;
   }
 
+  private keyEntry(organization: string, id: string) { return `_system/orgs/${organization}/keys/${id}`; }
+
+  /** The organization's keys, oldest first: read through its index, never other organizations' keys. */
   async listKeys(organization: string): Promise<KeyRecord[]> {
-    const keys = await listAll(this.store, "_system/keys/");
-    const recs = await Promise.all(keys.map((k) => readJson<KeyRecord>(this.store, k)));
+    if (!ID_PATTERN.test(organization)) return [];
+    await this.ensureIndexed("_system/indexes/keys-by-organization", async () => {
+      for (const k of await listAll(this.store, "_system/keys/")) {
+        const rec = await readJson<KeyRecord>(this.store, k);
+        if (rec && ID_PATTERN.test(rec.organization)) await writeJson(this.store, this.keyEntry(rec.organization, rec.id), { id: rec.id });
+      }
+    });
+    const prefix = `_system/orgs/${organization}/keys/`;
+    const ids = (await listAll(this.store, prefix)).map((k) => k.slice(prefix.length));
+    const recs = await Promise.all(ids.map((id) => this.getKey(id)));
     return recs.filter((r): r is KeyRecord => r !== undefined && r.organization === organization).sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 
@@ -186,9 +238,22 @@ export class ServiceStore {
 
   /* ---------- conversations ---------- */
   private convPrefix(org: string, ws: string) { return `_system/orgs/${org}/workspaces/${ws}/conversations/`; }
+  private conversationsIndexed(org: string, ws: string) { return `_system/indexes/conversation-activity/${org}/${ws}`; }
+  private activityPrefix(org: string, ws: string) { return `_system/orgs/${org}/conversation-activity/${ws}/`; }
+  private activityEntry(rec: Pick<ConversationRecord, "organization" | "workspace_id" | "id" | "updated_at">) {
+    return `${this.activityPrefix(rec.organization, rec.workspace_id)}${activityRank(rec.updated_at)}.${rec.id}`;
+  }
 
   async saveConversation(rec: ConversationRecord): Promise<void> {
-    await writeJson(this.store, `${this.convPrefix(rec.organization, rec.workspace_id)}${rec.id}.json`, rec);
+    for (const [field, v] of [["organization", rec.organization], ["workspace_id", rec.workspace_id], ["id", rec.id]] as const) {
+      if (!ID_PATTERN.test(v)) throw new Error(`conversation ${field} ${JSON.stringify(v)} is not a valid id`);
+    }
+    const key = `${this.convPrefix(rec.organization, rec.workspace_id)}${rec.id}.json`;
+    const previous = await readJson<ConversationRecord>(this.store, key);
+    const entry = this.activityEntry(rec);
+    await this.store.put(entry, rec.id, { contentType: "text/plain" });
+    await writeJson(this.store, key, rec);
+    if (previous && this.activityEntry(previous) !== entry) await this.store.delete(this.activityEntry(previous));
   }
 
   async getConversation(org: string, ws: string, id: string): Promise<ConversationRecord | undefined> {
@@ -196,18 +261,41 @@ export class ServiceStore {
     return readJson<ConversationRecord>(this.store, `${this.convPrefix(org, ws)}${id}.json`);
   }
 
-  /** Most recent activity first; `before` is a conversation id, exclusive. */
+  /**
+   * Most recent activity first; `before` is a conversation id, exclusive (undefined when it is
+   * not a conversation of this workspace). Reads `limit + 1` index entries and the
+   * conversations they name (more only past stale entries), whatever the workspace holds.
+   */
   async listConversations(org: string, ws: string, limit: number, before?: string): Promise<{ items: ConversationRecord[]; hasMore: boolean } | undefined> {
-    const keys = await listAll(this.store, this.convPrefix(org, ws));
-    const all = (await Promise.all(keys.map((k) => readJson<ConversationRecord>(this.store, k)))).filter((r): r is ConversationRecord => r !== undefined);
-    all.sort((a, b) => (a.updated_at === b.updated_at ? (a.id < b.id ? 1 : -1) : a.updated_at < b.updated_at ? 1 : -1));
-    let start = 0;
+    if (!ID_PATTERN.test(org) || !ID_PATTERN.test(ws)) return before === undefined ? { items: [], hasMore: false } : undefined;
+    await this.ensureIndexed(this.conversationsIndexed(org, ws), async () => {
+      for (const k of await listAll(this.store, this.convPrefix(org, ws))) {
+        const rec = await readJson<ConversationRecord>(this.store, k);
+        if (rec && rec.organization === org && rec.workspace_id === ws && ID_PATTERN.test(rec.id)) await this.store.put(this.activityEntry(rec), rec.id, { contentType: "text/plain" });
+      }
+    });
+    const prefix = this.activityPrefix(org, ws);
+    let cursor: string | undefined;
     if (before !== undefined) {
-      const i = all.findIndex((c) => c.id === before);
-      if (i < 0) return undefined;
-      start = i + 1;
+      const from = await this.getConversation(org, ws, before);
+      if (!from) return undefined;
+      cursor = this.activityEntry(from);
     }
-    const items = all.slice(start, start + limit);
-    return { items, hasMore: start + limit < all.length };
+    const items: ConversationRecord[] = [];
+    for (;;) {
+      // One entry more than the page needs: whether another conversation follows.
+      const page = await this.store.list(prefix, { limit: Math.min(1000, limit + 1 - items.length), ...(cursor !== undefined ? { cursor } : {}) });
+      const recs = await Promise.all(page.items.map((i) => {
+        const m = /^\d{13}\.(.+)$/.exec(i.key.slice(prefix.length));
+        return m?.[1] !== undefined ? this.getConversation(org, ws, m[1]) : Promise.resolve(undefined);
+      }));
+      for (const [n, rec] of recs.entries()) {
+        if (!rec || this.activityEntry(rec) !== page.items[n]?.key) continue; // stale entry
+        if (items.length === limit) return { items, hasMore: true };
+        items.push(rec);
+      }
+      if (page.nextCursor === undefined) return { items, hasMore: false };
+      cursor = page.nextCursor;
+    }
   }
 }

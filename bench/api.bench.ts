@@ -70,7 +70,7 @@ try {
   // ---- (a) list of 100 files vs hello-world: both servers up, measured in alternating
   // rounds so that the machine's drift hits both alike; medians over the rounds.
   const hello = await start(["bench/hello.mjs"], { PORT: String(port + 1) }, /ready/);
-  const server = await start(["dist/cli/main.js", "serve"], { PORT: String(port), OPERON_DATA_DIR: data, LOG_LEVEL: "warn", OPERON_RATE_LIMIT_PER_MINUTE: "100000000" }, /listening on/);
+  const server = await start(["dist/cli/main.js", "serve"], { PORT: String(port), OPERON_DATA_DIR: data, LOG_LEVEL: "warn", OPERON_RATE_LIMIT_PER_MINUTE: "100000000", OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: "100000000" }, /listening on/);
   const key = readFileSync(join(data, "bootstrap-key"), "utf8").trim();
   const store = createLocalObjectStore({ root: data, publicUrl: base, signingSecret: "unused-here-0123456789abcdef01234" });
   for (let i = 0; i < 100; i++) await store.put(`orgs/default/workspaces/default/reads/sample${String(i).padStart(3, "0")}.fastq`, `@r${i}\nACGT\n+\nIIII\n`, { contentType: "text/plain" });

@@ -22,7 +22,14 @@ const EnvSchema = z.object({
   OPERON_KEEP_WORKDIRS: bool.default(false),
   OPERON_KEY_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(30).default(30),
   OPERON_SIGNING_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /** Requests per minute per API key. */
   OPERON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  /** Requests per minute per client address, counted before the key is looked up. */
+  OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: z.coerce.number().int().min(1).default(12_000),
+  /** S3 storage: seconds a request may wait for its response before the attempt fails (connecting: at most 3 s). */
+  OPERON_S3_REQUEST_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(10),
+  /** S3 storage: attempts per request, the first included. */
+  OPERON_S3_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(2),
   OPERON_STORAGE: z.enum(["local", "s3"]).optional(),
   S3_ENDPOINT: z.url().optional(),
   S3_BUCKET: z.string().min(1).optional(),
@@ -41,6 +48,8 @@ const EnvSchema = z.object({
   OPERON_LEADER_ELECTION: bool.default(true),
   /** Operator: finished step Jobs (and their pods) are deleted after this long. */
   OPERON_JOB_TTL_SECONDS: z.coerce.number().int().min(0).default(86_400),
+  /** Operator: a finished PipelineRun is deleted this many days after it finished (its files stay in storage). */
+  OPERON_RUN_TTL_DAYS: z.coerce.number().positive().max(36_500).default(30),
   /** Operator: parallel reconciles. */
   OPERON_OPERATOR_WORKERS: z.coerce.number().int().min(1).max(64).default(8),
   OPERON_LLM_PROVIDER: z.enum(["anthropic", "openai"]).optional(),

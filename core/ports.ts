@@ -44,11 +44,15 @@ export interface GetResult {
 
 export interface ListPage {
   items: ObjectInfo[];
-  /** Opaque; pass back as `cursor` for the next page. Absent on the last page. */
+  /**
+   * The last key of this page, to pass back as `cursor` for the next page (every adapter: a
+   * key, never a backend token). Absent on the last page.
+   */
   nextCursor?: string;
 }
 
 export interface ListOptions {
+  /** A key: the page holds only keys after it (S3's StartAfter); it need not exist. */
   cursor?: string;
   limit: number;
   /** Also fill contentType, sha256 and metadata (costs a HEAD per object on S3). */
@@ -92,7 +96,11 @@ export interface ObjectStore {
   localPath?(key: string): string | undefined;
 }
 
-/** Errors every ObjectStore adapter throws, so callers can map them to HTTP statuses. */
+/**
+ * Errors every ObjectStore adapter throws, so callers can map them to HTTP statuses.
+ * `Unavailable`: the store cannot be reached or is failing (refused, reset or timed-out
+ * connections, 5xx answers) and a later retry may succeed; the API answers 503.
+ */
 export class StoreError extends Error {
   constructor(readonly code: "NotFound" | "PreconditionFailed" | "TooLarge" | "RangeNotSatisfiable" | "Unavailable" | "InvalidKey", message: string) {
     super(message);
@@ -174,11 +182,29 @@ export interface RunRecord {
   invalid?: string;
 }
 
+/** A run's place in listings (newest first): its creation time, then its id. */
+export interface RunPosition { createdAt: string; id: string }
+
+export interface RunListFilter {
+  organization?: string;
+  /** Only with an organization. */
+  workspace?: string;
+  status?: RunStatusValue;
+  /** Keyset pagination: only runs listed after this position (see core/run-order.ts). */
+  after?: RunPosition;
+  /** At most this many runs (the first ones in list order); default: all. */
+  limit?: number;
+}
+
 export interface RunStore {
   create(run: RunRecord): Promise<void>;
   get(id: string): Promise<RunRecord | undefined>;
-  /** Newest first; without an organization, every run (the operator's start-up resync). */
-  list(filter: { organization?: string; workspace?: string }): Promise<RunRecord[]>;
+  /**
+   * Newest first (createdAt, then id, both descending); without an organization, every run
+   * (the operator's start-up resync). Stores narrow to the organization and workspace before
+   * reading or copying any record, and copy only the runs they return.
+   */
+  list(filter: RunListFilter): Promise<RunRecord[]>;
   /** Read-modify-write; `change` returns the new record (or undefined to leave it). */
   update(id: string, change: (run: RunRecord) => RunRecord | undefined): Promise<RunRecord | undefined>;
   /** Calls `fn` with a run id whenever that run is created or changed. */

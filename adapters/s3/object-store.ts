@@ -19,6 +19,11 @@
  * - Metadata keys are lower-cased (HTTP headers); values that are not plain printable ASCII
  *   are stored RFC 2047 encoded (`=?UTF-8?B?...?=`) and decoded on read. The key `sha256`
  *   is reserved for the content checksum.
+ * - Every call has deadlines, so that a dead or frozen store fails within seconds instead of
+ *   holding requests: a connection timeout, a request timeout (until the response headers
+ *   arrive; server-side copies get more time, in proportion to their size) and a bounded
+ *   number of attempts. Outages (refused or reset connections, timeouts, 5xx answers such as
+ *   503 SlowDown) are StoreError `Unavailable`, which the API answers with 503.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
@@ -58,7 +63,21 @@ export interface S3ObjectStoreConfig {
   multipartCopyThreshold?: number;
   /** Tuning, for tests: part size of multipart copies (default 512 MiB; grown to stay within 10,000 parts). */
   copyPartSize?: number;
+  /** Milliseconds to establish a connection before the attempt fails (default 3,000). */
+  connectionTimeoutMs?: number;
+  /**
+   * Milliseconds from sending a request (its body included) until the response headers
+   * arrive before the attempt fails (default 10,000). A response body is not limited by it.
+   * Server-side copies get this plus one second per 20 MiB copied.
+   */
+  requestTimeoutMs?: number;
+  /** Attempts per S3 call, the first included (default 2): bounds how long an outage holds a caller. */
+  maxAttempts?: number;
 }
+
+export const S3_DEFAULT_CONNECTION_TIMEOUT_MS = 3_000;
+export const S3_DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+export const S3_DEFAULT_MAX_ATTEMPTS = 2;
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -71,11 +90,18 @@ const MAX_PARTS = 10_000;
 const COPY_CONCURRENCY = 4;
 const HEAD_CONCURRENCY = 16;
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+/** Server-side copies may take this long per byte on top of the request timeout (20 MiB/s). */
+const COPY_MS_PER_BYTE = 1000 / (20 * MiB);
+/** Failures to reach the store (Node's error codes), as opposed to answers from it. */
 const NETWORK_ERROR_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE",
+  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "ESOCKETTIMEDOUT", "EHOSTUNREACH", "EHOSTDOWN",
+  "ENETUNREACH", "ENETDOWN", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "ERR_SOCKET_CONNECTION_TIMEOUT",
 ]);
+/** S3 error names that mean the store is overloaded or failing, whatever the status says. */
+const OUTAGE_ERROR_NAMES = new Set(["SlowDown", "ServiceUnavailable", "InternalError", "TimeoutError"]);
 
 export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
+  const requestTimeout = config.requestTimeoutMs ?? S3_DEFAULT_REQUEST_TIMEOUT_MS;
   const client = new S3Client({
     region: config.region,
     ...(config.endpoint !== undefined ? { endpoint: config.endpoint } : {}),
@@ -85,10 +111,20 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
     // in presigned PUT URLs (as a checksum of an empty body) and break them.
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
+    // Deadlines: without them a frozen store (connections accepted, never answered) holds
+    // every caller forever. throwOnRequestTimeout: the SDK otherwise only logs a warning.
+    requestHandler: {
+      connectionTimeout: config.connectionTimeoutMs ?? S3_DEFAULT_CONNECTION_TIMEOUT_MS,
+      requestTimeout,
+      throwOnRequestTimeout: true,
+    },
+    maxAttempts: config.maxAttempts ?? S3_DEFAULT_MAX_ATTEMPTS,
   });
   const Bucket = config.bucket;
   const multipartCopyThreshold = config.multipartCopyThreshold ?? 5 * GiB;
   const copyPartSize = config.copyPartSize ?? 512 * MiB;
+  /** Per-call options of a server-side copy of `bytes`: the store answers only once it is done. */
+  const copyDeadline = (bytes: number) => ({ requestTimeout: requestTimeout + Math.ceil(bytes * COPY_MS_PER_BYTE) });
 
   interface CopyOptions {
     metadata: Record<string, string>;
@@ -106,7 +142,7 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
       const out = await client.send(new CopyObjectCommand({
         Bucket, Key: dest, CopySource: copySource(Bucket, source), MetadataDirective: "REPLACE",
         Metadata: o.metadata, ContentType: o.contentType, CopySourceIfMatch: o.sourceEtag,
-      }));
+      }), copyDeadline(size));
       return { etag: out.CopyObjectResult?.ETag, lastModified: out.CopyObjectResult?.LastModified ?? new Date() };
     }
     const partSize = Math.max(copyPartSize, Math.ceil(size / MAX_PARTS));
@@ -123,12 +159,12 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
         const out = await client.send(new UploadPartCopyCommand({
           Bucket, Key: dest, UploadId, PartNumber: i + 1, CopySource: copySource(Bucket, source),
           CopySourceRange: range, CopySourceIfMatch: o.sourceEtag,
-        }));
+        }), copyDeadline(Math.min(partSize, size)));
         return { PartNumber: i + 1, ETag: out.CopyPartResult?.ETag };
       });
       const done = await client.send(new CompleteMultipartUploadCommand({
         Bucket, Key: dest, UploadId, MultipartUpload: { Parts: parts }, IfNoneMatch: o.ifNoneMatch, IfMatch: o.ifMatch,
-      }));
+      }), copyDeadline(size));
       return { etag: done.ETag, lastModified: new Date() };
     } catch (err) {
       await client.send(new AbortMultipartUploadCommand({ Bucket, Key: dest, UploadId })).catch(() => undefined);
@@ -180,6 +216,7 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
     }
     const source = Readable.from(counted());
     const tempKey = `${TEMP_PREFIX}${randomUUID()}`;
+    let outage = false;
     try {
       const upload = new Upload({
         client,
@@ -199,9 +236,14 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
         key, size, lastModified: copied.lastModified, etag: copied.etag, contentType, sha256,
         metadata: normalizeMetadata(options.metadata),
       };
+    } catch (err) {
+      outage = isOutage(err);
+      throw err;
     } finally {
       source.destroy();
-      await client.send(new DeleteObjectCommand({ Bucket, Key: tempKey })).catch(() => undefined);
+      const removed = client.send(new DeleteObjectCommand({ Bucket, Key: tempKey })).catch(() => undefined);
+      // In an outage the caller hears of it at once; the removal is still tried meanwhile.
+      if (!outage) await removed;
     }
   }
 
@@ -268,28 +310,35 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
     async list(prefix, options: ListOptions): Promise<ListPage> {
       const hideSystem = !prefix.startsWith(SYSTEM_PREFIX);
       const limit = Math.max(1, Math.floor(options.limit));
-      let token = options.cursor;
+      // The cursor is a key (the last one of the previous page), as in the local store: sent as
+      // StartAfter, so a page resumes right after it whatever produced it. S3's continuation
+      // tokens are never handed out: they are opaque, and only valid with the same request.
+      let startAfter = options.cursor;
+      let truncated: boolean | undefined;
       let items: ObjectInfo[] = [];
       try {
         // Pages holding only hidden `_system/` keys are skipped, so that a page is never
         // empty while more keys follow.
         do {
           const out = await client.send(new ListObjectsV2Command({
-            Bucket, Prefix: prefix === "" ? undefined : prefix, MaxKeys: limit, ContinuationToken: token,
+            Bucket, Prefix: prefix === "" ? undefined : prefix, MaxKeys: limit, StartAfter: startAfter,
           }));
           for (const o of out.Contents ?? []) {
-            if (o.Key === undefined || (hideSystem && o.Key.startsWith(SYSTEM_PREFIX))) continue;
+            if (o.Key === undefined) continue;
+            startAfter = o.Key;
+            if (hideSystem && o.Key.startsWith(SYSTEM_PREFIX)) continue;
             items.push({ key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0), etag: o.ETag });
           }
-          token = out.IsTruncated ? out.NextContinuationToken : undefined;
-        } while (items.length === 0 && token !== undefined);
+          truncated = out.IsTruncated === true && (out.Contents?.length ?? 0) > 0;
+        } while (items.length === 0 && truncated);
       } catch (err) {
         throw mapError(err, prefix);
       }
       if (options.withMetadata) {
         items = await mapLimit(items, HEAD_CONCURRENCY, async (item) => (await store.head(item.key)) ?? item);
       }
-      return token !== undefined ? { items, nextCursor: token } : { items };
+      const last = items[items.length - 1];
+      return truncated && last ? { items, nextCursor: last.key } : { items };
     },
 
     async delete(key) {
@@ -429,10 +478,40 @@ function isNotFound(err: unknown): boolean {
   return name === "NoSuchKey" || name === "NotFound" || statusOf(err) === 404;
 }
 
+/**
+ * The Node error code of a failure to reach the store: on the error itself, its cause, or
+ * the attempts of an AggregateError (a host name with several addresses, all refused).
+ */
+function networkCode(err: unknown, depth = 0): string | undefined {
+  if (!err || typeof err !== "object" || depth > 3) return undefined;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof e.code === "string" && NETWORK_ERROR_CODES.has(e.code)) return e.code;
+  const nested = [e.cause, ...(Array.isArray(e.errors) ? e.errors : [])];
+  for (const n of nested) {
+    const code = networkCode(n, depth + 1);
+    if (code !== undefined) return code;
+  }
+  return undefined;
+}
+
+/**
+ * Whether `err` says the store is out of reach or failing (so a later retry may succeed):
+ * a network failure or timeout, or a 5xx answer other than 501/505 (not implemented, which
+ * no retry mends).
+ */
+function isOutage(err: unknown): boolean {
+  if (err instanceof StoreError) return err.code === "Unavailable";
+  const e = err as SdkError | undefined;
+  const status = statusOf(err);
+  return (status !== undefined && status >= 500 && status !== 501 && status !== 505) ||
+    (e?.name !== undefined && OUTAGE_ERROR_NAMES.has(e.name)) || networkCode(err) !== undefined;
+}
+
 function describeError(err: unknown): string {
   const e = err as SdkError | undefined;
   const status = statusOf(err);
-  return [e?.name, e?.code, status !== undefined ? `HTTP ${status}` : undefined, e?.message]
+  const code = e?.code ?? networkCode(err);
+  return [e?.name, code, status !== undefined ? `HTTP ${status}` : undefined, e?.message]
     .filter((s) => s !== undefined && s !== "").join(": ") || String(err);
 }
 
@@ -448,8 +527,7 @@ function mapError(err: unknown, key: string): unknown {
     mapped = new StoreError("PreconditionFailed", `${key}: precondition failed`);
   } else if (status === 416 || e?.name === "InvalidRange") {
     mapped = new StoreError("RangeNotSatisfiable", `${key}: range not satisfiable`);
-  } else if ((status !== undefined && status >= 500) || (e?.code !== undefined && NETWORK_ERROR_CODES.has(e.code)) ||
-    e?.name === "TimeoutError") {
+  } else if (isOutage(err)) {
     mapped = new StoreError("Unavailable", `object store unavailable: ${describeError(err)}`);
   }
   if (!mapped) return err;

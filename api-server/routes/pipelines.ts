@@ -3,6 +3,7 @@
  * file in the workspace or an inline spec), poll, list, cancel, step logs, save a finished
  * run as a spec, and the pipeline definitions. Scope `tools`; workspace restrictions apply.
  */
+import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -10,8 +11,10 @@ import { MAX_SPEC_BYTES, type PipelineSpec } from "../../core/spec/schema.js";
 import { extractSpec } from "../../core/save-spec.js";
 import { RunManifestSchema, buildManifest } from "../../core/manifest.js";
 import { validateSpec } from "../../core/spec/validate.js";
-import { StoreError, type RunRecord } from "../../core/ports.js";
+import { StoreError, type RunPosition, type RunRecord } from "../../core/ports.js";
 import { RUN_ID } from "../../core/ids.js";
+import { positionOf } from "../../core/run-order.js";
+import { tailObject, lastLines } from "../log-tail.js";
 import { ApiError, badRequest } from "../errors.js";
 import type { Engine } from "../engine.js";
 import type { WorkspaceRecord } from "../stores.js";
@@ -39,6 +42,22 @@ export function runView(run: RunRecord) {
     })),
   };
 }
+
+/** Run list cursors: the position of a page's last run, opaque to clients (base64url JSON). */
+export const encodeRunCursor = (p: RunPosition) => Buffer.from(JSON.stringify([p.createdAt, p.id])).toString("base64url");
+
+export function decodeRunCursor(cursor: string): RunPosition {
+  let v: unknown;
+  try { v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")); } catch { v = undefined; }
+  if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "string" || v[0].length > 64 || typeof v[1] !== "string" || !RUN_ID.test(v[1])) {
+    throw badRequest("cursor", "not a cursor of this listing (pass back next_cursor as it was given)");
+  }
+  return { createdAt: v[0], id: v[1] };
+}
+
+/** `tail` of step logs: at most this many lines. */
+export const MAX_LOG_TAIL_LINES = 10_000;
+const ENDED_STEP = new Set(["completed", "failed", "cancelled", "skipped"]);
 
 export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engine }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -122,12 +141,29 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
 
   r.get("/v1/pipelines", {
     config,
-    schema: { tags: ["pipelines"], summary: "List runs", querystring: z.object({ workspace_id: workspaceId, limit: z.coerce.number().int().min(1).max(100).default(20), status: z.enum(["queued", "running", "completed", "failed", "cancelled"]).optional() }) },
+    schema: {
+      tags: ["pipelines"], summary: "List runs, newest first (cursor-paginated)",
+      querystring: z.object({
+        workspace_id: workspaceId,
+        limit: z.coerce.number().int().min(1).max(1000).default(100),
+        cursor: z.string().min(1).max(512).optional(),
+        status: z.enum(["queued", "running", "completed", "failed", "cancelled"]).optional(),
+      }),
+    },
   }, async (req) => {
     const auth = requireAuth(req);
     const ws = await app.operon.auth.workspace(auth, req.query.workspace_id);
-    const runs = (await engine.runs.list({ organization: auth.organization, workspace: ws.id })).filter((x) => !req.query.status || x.status === req.query.status);
-    return listEnvelope(runs.slice(0, req.query.limit).map(runView), runs.length > req.query.limit, null);
+    const { limit, status, cursor } = req.query;
+    // Keyset pagination: the page after the last run of the previous one, so runs created
+    // meanwhile (newer, so before the cursor) never shift a page; one more run tells has_more.
+    const runs = await engine.runs.list({
+      organization: auth.organization, workspace: ws.id, limit: limit + 1,
+      ...(status ? { status } : {}), ...(cursor ? { after: decodeRunCursor(cursor) } : {}),
+    });
+    const page = runs.slice(0, limit);
+    const last = page[page.length - 1];
+    const more = runs.length > limit && last !== undefined;
+    return listEnvelope(page.map(runView), more, more ? encodeRunCursor(positionOf(last)) : null);
   });
 
   r.get("/v1/pipelines/definitions", {
@@ -171,23 +207,44 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
 
   r.get("/v1/pipelines/:id/steps/:stepId/logs", {
     config,
-    schema: { tags: ["pipelines"], summary: "A step's log", params: z.object({ id: z.string(), stepId: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }) },
+    schema: {
+      tags: ["pipelines"], summary: "A step's log (streamed; `tail` for its last lines only)",
+      params: z.object({ id: z.string(), stepId: z.string() }),
+      querystring: z.object({ workspace_id: workspaceId.optional(), tail: z.coerce.number().int().min(1).max(MAX_LOG_TAIL_LINES).optional() }),
+    },
   }, async (req, reply) => {
     const run = await runOf(req, req.params.id, req.query.workspace_id);
-    if (!run.steps.some((s) => s.stepId === req.params.stepId)) throw new ApiError("not_found", `step ${JSON.stringify(req.params.stepId)} not in run ${run.id}`);
-    let text = await engine.executor.logs(run.id, req.params.stepId);
-    if (text === undefined) {
+    const step = run.steps.find((s) => s.stepId === req.params.stepId);
+    if (!step) throw new ApiError("not_found", `step ${JSON.stringify(req.params.stepId)} not in run ${run.id}`);
+    const { tail } = req.query;
+    const key = `${workspaceRoot({ organization: run.organization, id: run.workspace })}${run.outputFolder}/logs/${step.stepId}.log`;
+    reply.type("text/plain; charset=utf-8");
+    /** The log copied to the run folder when the step ended: streamed, or only its end read. */
+    const stored = async (): Promise<boolean> => {
       try {
-        const { body } = await store.get(`${workspaceRoot({ organization: run.organization, id: run.workspace })}${run.outputFolder}/logs/${req.params.stepId}.log`);
-        const chunks: Buffer[] = [];
-        for await (const c of body) chunks.push(Buffer.from(c));
-        text = Buffer.concat(chunks).toString("utf8");
+        if (tail !== undefined) {
+          const info = await store.head(key);
+          if (!info) return false;
+          reply.send(await tailObject(store, key, info.size, tail));
+          return true;
+        }
+        const { body, info } = await store.get(key);
+        reply.header("content-length", info.size);
+        reply.send(typeof (body as Partial<Readable>).pipe === "function" ? body : Readable.from(body));
+        return true;
       } catch (e) {
-        if (!(e instanceof StoreError && e.code === "NotFound")) throw e;
-        text = "";
+        if (e instanceof StoreError && e.code === "NotFound") return false;
+        throw e;
       }
-    }
-    return reply.type("text/plain; charset=utf-8").send(text);
+    };
+    // An ended step's log is in storage; a running one's only with the executor (which may
+    // also keep an earlier attempt's in storage, so it is asked first).
+    const ended = ENDED_STEP.has(step.status);
+    if (ended && (await stored())) return reply;
+    const live = await engine.executor.logs(run.id, step.stepId);
+    if (live !== undefined) return reply.send(tail !== undefined ? lastLines(Buffer.from(live), tail) : live);
+    if (!ended && (await stored())) return reply;
+    return reply.send("");
   });
 
   r.post("/v1/pipelines/:id/save-spec", {

@@ -96,3 +96,46 @@ t.test("a store that does not own the status only changes the spec", async (t) =
   t.equal(after?.cancelRequested, true);
   t.equal(after?.status, "queued", "the status stays the operator's to write");
 });
+
+t.test("list: one workspace through the informer's index, newest first, keyset pages, status; deleted runs leave it", async (t) => {
+  const NS2 = "runs-list";
+  await env.createNamespace(NS2);
+  const c = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS2 });
+  const writer = createKubeRunStore({ client: c, namespace: NS2 });
+  const reader = createKubeRunStore({ client: c, namespace: NS2 });
+  await Promise.all([writer.start(), reader.start()]);
+  t.teardown(() => { writer.stop(); reader.stop(); c.close(); });
+  const at = (i: number) => new Date(Date.UTC(2026, 10, 1) + Math.floor(i / 3) * 1000).toISOString(); // three per ms: ties by id
+  const id = (n: number) => `run-01jz${String(n).padStart(22, "0")}`;
+  const mine: RunRecord[] = [];
+  for (let i = 0; i < 30; i++) mine.push({ ...run(id(100 + i)), createdAt: at(i), status: i % 2 ? "failed" : "queued" });
+  const others = [
+    { ...run(id(200), "other"), createdAt: at(5) }, // same workspace name, other organization
+    { ...run(id(201)), workspace: "ws2", createdAt: at(6) },
+  ];
+  await Promise.all([...mine, ...others].map((r) => writer.create(r)));
+  // The status is written through the status subresource, after the create.
+  await Promise.all(mine.filter((r) => r.status === "failed").map((r) => writer.update(r.id, (cur) => ({ ...cur, status: "failed" }))));
+  for (let i = 0; i < 200 && (await reader.list({ organization: "acme", workspace: "ws1", status: "failed" })).length < 15; i++) await sleep(20);
+  for (let i = 0; i < 200 && (await reader.list({})).length < 32; i++) await sleep(20);
+  const expected = [...mine].sort((a, b) => (a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.id < b.id ? 1 : -1)).map((r) => r.id);
+  const seen: string[] = [];
+  let after: { createdAt: string; id: string } | undefined;
+  for (let pages = 0; pages < 10; pages++) {
+    const page = await reader.list({ organization: "acme", workspace: "ws1", limit: 7, ...(after ? { after } : {}) });
+    seen.push(...page.map((r) => r.id));
+    const last = page[page.length - 1];
+    if (page.length < 7 || !last) break;
+    after = { createdAt: last.createdAt, id: last.id };
+  }
+  t.same(seen, expected, "pages of 7: every run of acme/ws1 once, newest first");
+  t.same((await reader.list({ organization: "acme", workspace: "ws1", status: "failed" })).map((r) => r.id), expected.filter((x) => mine.find((r) => r.id === x)?.status === "failed"), "by status");
+  t.same((await reader.list({ organization: "other", workspace: "ws1" })).map((r) => r.id), [id(200)], "another organization's workspace of the same name");
+  t.equal((await reader.list({ organization: "acme" })).length, 31, "the organization's workspaces");
+  const page = await reader.list({ organization: "acme", workspace: "ws1", limit: 1 });
+  page[0]!.name = "changed by the caller";
+  t.not((await reader.list({ organization: "acme", workspace: "ws1", limit: 1 }))[0]?.name, "changed by the caller", "callers get copies");
+  await c.request("DELETE", `/apis/operon.dev/v1alpha1/namespaces/${NS2}/pipelineruns/${expected[0]}`);
+  for (let i = 0; i < 200 && (await reader.list({ organization: "acme", workspace: "ws1" })).length === 30; i++) await sleep(20);
+  t.same((await reader.list({ organization: "acme", workspace: "ws1", limit: 2 })).map((r) => r.id), expected.slice(1, 3), "a deleted run leaves the index");
+});

@@ -1,15 +1,19 @@
 // The S3 ObjectStore adapter against a real MinIO (signatures checked): the shared contract,
 // plus what is specific to S3 (signing, multipart copies, leftovers of failed uploads).
-import t from "tap";
+import t, { type Test } from "tap";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer } from "node:net";
+import type { Socket } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import {
   CreateBucketCommand, HeadObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
 } from "@aws-sdk/client-s3";
-import { createS3ObjectStore } from "../../adapters/s3/object-store.js";
+import { S3_DEFAULT_MAX_ATTEMPTS, createS3ObjectStore } from "../../adapters/s3/object-store.js";
 import type { S3ObjectStoreConfig } from "../../adapters/s3/object-store.js";
 import { startMinio } from "../support/minio.js";
 import { chunked, expectStoreError, objectStoreContract, readAll, sha256Hex } from "../support/object-store-contract.js";
+import type { ObjectStore } from "../../core/ports.js";
 
 const MiB = 1024 * 1024;
 const minio = await startMinio();
@@ -127,4 +131,87 @@ t.test("an unreachable store is Unavailable", async (t) => {
   });
   await expectStoreError(t, store.ping(), "Unavailable", "ping");
   await expectStoreError(t, store.get("k"), "Unavailable", "get");
+});
+
+/** A stand-in S3 endpoint on loopback: `http` answers every request, `tcp` gets every raw connection. */
+async function fakeEndpoint(t: Test, kind: { http: (req: IncomingMessage, res: ServerResponse) => void } | { tcp: (socket: Socket) => void }) {
+  const sockets = new Set<Socket>();
+  const server = "http" in kind ? createHttpServer(kind.http) : createServer(kind.tcp);
+  server.on("connection", (socket: Socket) => { sockets.add(socket); socket.on("close", () => sockets.delete(socket)); });
+  const port = await new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => {
+    const address = server.address();
+    resolve(typeof address === "object" && address ? address.port : 1);
+  }));
+  t.teardown(() => new Promise<void>((resolve) => {
+    for (const socket of sockets) socket.destroy();
+    server.close(() => resolve());
+  }));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** Every operation that reaches the store, each expected to fail with `code` within a bound (not hang). */
+async function expectEveryOperation(t: Test, store: ObjectStore, code: "Unavailable", label: string): Promise<void> {
+  const ops: Array<[string, () => Promise<unknown>]> = [
+    ["head", () => store.head("a/x")],
+    ["get", () => store.get("a/x")],
+    ["list", () => store.list("a/", { limit: 10 })],
+    ["put (bytes)", () => store.put("a/x", "hello")],
+    ["put (stream)", () => store.put("a/y", chunked(Buffer.from("hello stream")))],
+    ["delete", () => store.delete("a/x")],
+    ["describe", () => store.describe("a/x", { sha256: sha256Hex("hello") })],
+    ["ping", () => store.ping()],
+  ];
+  // All at once, each against the same bound: a hanging store fails this in one bound, not eight.
+  await Promise.all(ops.map(async ([name, op]) => {
+    let timer: NodeJS.Timeout | undefined;
+    const hung = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${name} did not answer within 60 s`)), 60_000); });
+    try {
+      await expectStoreError(t, Promise.race([op(), hung]), code, `${label}: ${name}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }));
+}
+
+t.test("outages are Unavailable: 503 SlowDown and 500 answers, reset connections; 501 is not an outage", async (t) => {
+  const slowDown = '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>';
+  let gets = 0;
+  const busy = await fakeEndpoint(t, { http: (req, res) => {
+    if (req.method === "GET" && req.url?.includes("x-id=GetObject")) gets++;
+    req.resume();
+    res.writeHead(503, { "content-type": "application/xml" }).end(req.method === "HEAD" ? undefined : slowDown);
+  } });
+  const store = createS3ObjectStore({ endpoint: busy, bucket: "b", region: minio.region, forcePathStyle: true, credentials });
+  await expectEveryOperation(t, store, "Unavailable", "503 SlowDown");
+  gets = 0;
+  await expectStoreError(t, store.get("a/x"), "Unavailable", "one more get");
+  t.ok(gets >= 1 && gets <= S3_DEFAULT_MAX_ATTEMPTS, `a bounded number of attempts (${gets} ≤ ${S3_DEFAULT_MAX_ATTEMPTS})`);
+
+  const failing = await fakeEndpoint(t, { http: (req, res) => {
+    req.resume();
+    res.writeHead(500, { "content-type": "application/xml" }).end(req.method === "HEAD" ? undefined : "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>");
+  } });
+  await expectStoreError(t, createS3ObjectStore({ endpoint: failing, bucket: "b", region: minio.region, forcePathStyle: true, credentials }).get("a/x"),
+    "Unavailable", "500 InternalError");
+
+  const resetting = await fakeEndpoint(t, { tcp: (socket) => { socket.once("data", () => socket.resetAndDestroy()); } });
+  await expectEveryOperation(t, createS3ObjectStore({ endpoint: resetting, bucket: "b", region: minio.region, forcePathStyle: true, credentials }),
+    "Unavailable", "connection reset");
+
+  const unimplemented = await fakeEndpoint(t, { http: (req, res) => {
+    req.resume();
+    res.writeHead(501, { "content-type": "application/xml" }).end("<Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>");
+  } });
+  const err = await createS3ObjectStore({ endpoint: unimplemented, bucket: "b", region: minio.region, forcePathStyle: true, credentials })
+    .get("a/x").then(() => undefined, (e: unknown) => e);
+  t.ok(err, "501 fails");
+  t.not((err as { code?: string }).code, "Unavailable", "501 NotImplemented is not an outage: no retry mends it");
+});
+
+t.test("a frozen store (connections accepted, never answered) fails with Unavailable instead of hanging", async (t) => {
+  const frozen = await fakeEndpoint(t, { tcp: (socket) => { socket.resume(); } });
+  const store = createS3ObjectStore({
+    endpoint: frozen, bucket: "b", region: minio.region, forcePathStyle: true, credentials, requestTimeoutMs: 300, maxAttempts: 1,
+  });
+  await expectEveryOperation(t, store, "Unavailable", "frozen");
 });

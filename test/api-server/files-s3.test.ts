@@ -70,3 +70,37 @@ t.test("uploads over the limit leave nothing in the bucket", async (t) => {
   const tmp = await store.list("_system/tmp/", { limit: 1000 });
   t.same(tmp.items, [], "no temporary upload left");
 });
+
+t.test("2,500 files listed through the API in pages: each exactly once, in order (cursor = last key, S3 StartAfter)", async (t) => {
+  await a.service.createWorkspace("acme", "many");
+  const all = await a.key("acme", ["files"], ["many"]);
+  const root = "orgs/acme/workspaces/many/";
+  const keys = Array.from({ length: 2500 }, (_, i) => `batch/f${String(i).padStart(4, "0")}.txt`);
+  // Bounded concurrency: 16 puts in flight.
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < keys.length) {
+      const k = keys[next++] as string;
+      await store.put(root + k, k, { contentType: "text/plain" });
+    }
+  }));
+  await store.put(`${root}zzz-after.txt`, "outside the prefix");
+  const seen: string[] = [];
+  const sizes: number[] = [];
+  let cursor: string | null = null;
+  do {
+    const url: string = `/v1/files?workspace_id=many&prefix=batch/&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+    const r = await a.app.inject({ method: "GET", url, headers: { authorization: `Bearer ${all}` } });
+    t.equal(r.statusCode, 200, `page ${sizes.length + 1}`, { body: r.body.slice(0, 300) });
+    if (r.statusCode !== 200) break;
+    const body = r.json() as { data: Array<{ key: string; sha256: string | null }>; has_more: boolean; next_cursor: string | null };
+    seen.push(...body.data.map((f) => f.key));
+    sizes.push(body.data.length);
+    t.equal(body.has_more, body.next_cursor !== null, "has_more exactly when there is a next cursor");
+    if (sizes.length === 1) t.equal(body.data[0]?.sha256, sha(keys[0] as string), "with metadata");
+    cursor = body.next_cursor;
+  } while (cursor !== null && sizes.length < 10);
+  t.same(sizes, [1000, 1000, 500], "three pages");
+  t.equal(new Set(seen).size, seen.length, "no key twice");
+  t.same(seen, keys, "every key, in order");
+});

@@ -8,6 +8,15 @@ t.test("defaults: embedded, local storage, loopback", async (t) => {
   t.match(c.config, { PORT: 8080, host: "127.0.0.1", OPERON_MODE: "embedded", storage: "local", OPERON_KEY_CACHE_TTL_SECONDS: 30, OPERON_ORG_CONCURRENCY: 5, publicUrl: "http://127.0.0.1:8080" });
 });
 
+t.test("rate limits (per key, per address) and S3 deadlines: defaults and overrides", async (t) => {
+  const d = parseConfig({});
+  if (!d.ok) throw new Error(d.message);
+  t.match(d.config, { OPERON_RATE_LIMIT_PER_MINUTE: 6000, OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: 12_000, OPERON_S3_REQUEST_TIMEOUT_SECONDS: 10, OPERON_S3_MAX_ATTEMPTS: 2 });
+  const c = parseConfig({ OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: "300", OPERON_S3_REQUEST_TIMEOUT_SECONDS: "2.5", OPERON_S3_MAX_ATTEMPTS: "3" });
+  if (!c.ok) throw new Error(c.message);
+  t.match(c.config, { OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: 300, OPERON_S3_REQUEST_TIMEOUT_SECONDS: 2.5, OPERON_S3_MAX_ATTEMPTS: 3 });
+});
+
 t.test("cluster mode listens on all interfaces and uses S3", async (t) => {
   const c = parseConfig({ OPERON_MODE: "cluster", S3_BUCKET: "b", S3_FORCE_PATH_STYLE: "true", OPERON_PUBLIC_URL: "https://operon.example.org/" });
   if (!c.ok) throw new Error(c.message);
@@ -23,6 +32,9 @@ for (const [env, name] of [
   [{ S3_ENDPOINT: "not a url" }, "S3_ENDPOINT"],
   [{ S3_FORCE_PATH_STYLE: "yes" }, "S3_FORCE_PATH_STYLE"],
   [{ OPERON_MODE: "cluster" }, "S3_BUCKET"],
+  [{ OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: "0" }, "OPERON_RATE_LIMIT_PER_IP_PER_MINUTE"],
+  [{ OPERON_S3_REQUEST_TIMEOUT_SECONDS: "0" }, "OPERON_S3_REQUEST_TIMEOUT_SECONDS"],
+  [{ OPERON_S3_MAX_ATTEMPTS: "1.5" }, "OPERON_S3_MAX_ATTEMPTS"],
 ] as const) {
   t.test(`bad ${Object.keys(env)[0]}: one line naming ${name}`, async (t) => {
     const c = parseConfig(env);

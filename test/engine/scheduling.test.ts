@@ -154,7 +154,7 @@ t.test("a restart in the middle of a run finishes it without running a completed
   ] };
   const h1 = harness(dir, 5);
   const run = await submit(h1.engine, "o1", spec);
-  await until(async () => (await h1.engine.runs.get(run.id))?.steps[1]?.status === "running");
+  await until(async () => (await h1.engine.runs.get(run.id))?.steps[1]?.status === "running", 60_000, async () => ["second to run", (await h1.engine.runs.get(run.id))?.steps]);
   await h1.stop(); // the server goes away; "second" dies with it
 
   const h2 = harness(dir, 5);
@@ -162,7 +162,7 @@ t.test("a restart in the middle of a run finishes it without running a completed
   t.teardown(() => h2.stop());
   // The controller resyncs unfinished runs on start; recover() came after, so nudge once.
   await h2.engine.runs.update(run.id, (r) => ({ ...r }));
-  await until(async () => finished(await h2.engine.runs.get(run.id)), 20_000);
+  await until(async () => finished(await h2.engine.runs.get(run.id)), 60_000, async () => ["the run to finish after the restart", (await h2.engine.runs.get(run.id))?.steps, await h2.executor.observe(run.id)]);
   const r = await h2.engine.runs.get(run.id);
   t.equal(r?.status, "completed");
   t.equal(r?.steps[0]?.attempt, 1, "the completed step ran once");

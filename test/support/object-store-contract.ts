@@ -261,6 +261,28 @@ export function objectStoreContract(t: Test, name: string, make: Make, options: 
       t.equal(pages, 3, "3 pages");
     }],
 
+    ["list: three pages of 10 over 25 keys; the cursor is the last key of a page", async (t, store) => {
+      const keys = Array.from({ length: 25 }, (_, i) => `q/${String(i).padStart(2, "0")}`);
+      // Written out of order, with neighbours outside the prefix on both sides.
+      for (const key of [...keys.filter((_, i) => i % 2), ...keys.filter((_, i) => i % 2 === 0), "p/x", "r/x"]) await store.put(key, key);
+      const seen: string[] = [];
+      const sizes: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.list("q/", cursor === undefined ? { limit: 10 } : { limit: 10, cursor });
+        seen.push(...page.items.map((i) => i.key));
+        sizes.push(page.items.length);
+        if (page.nextCursor !== undefined) t.equal(page.nextCursor, page.items[page.items.length - 1]?.key, `page ${sizes.length}: nextCursor is its last key`);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && sizes.length < 10);
+      t.same(seen, keys, "every key exactly once, in order");
+      t.same(sizes, [10, 10, 5], "three pages");
+      // Any key is a cursor: the listing resumes right after it, whoever produced it.
+      t.same((await store.list("q/", { limit: 3, cursor: "q/16" })).items.map((i) => i.key), ["q/17", "q/18", "q/19"], "resumes after a given key");
+      t.same((await store.list("q/", { limit: 3, cursor: "q/165" })).items.map((i) => i.key), ["q/17", "q/18", "q/19"], "or after a key that does not exist");
+      t.same((await store.list("q/", { limit: 3, cursor: "q/24" })).items, [], "nothing after the last key");
+    }],
+
     ["list: withMetadata fills sha256", async (t, store) => {
       await store.put("m/1", "one", { contentType: "text/plain" });
       await store.put("m/2", chunked(Buffer.from("two")));
