@@ -340,6 +340,44 @@ export function conditionsOf(res: PipelineRunResource): Condition[] {
   return st.success ? (st.data.conditions ?? []) : [];
 }
 
+/* ------------------------------------------------------------------ clean-up */
+
+const FINISHED = new Set(["completed", "failed", "cancelled"]);
+const statusOf = (res: PipelineRunResource): { phase?: unknown; completedAt?: unknown; steps?: unknown } =>
+  (res.status && typeof res.status === "object" ? res.status : {}) as { phase?: unknown; completedAt?: unknown; steps?: unknown };
+
+/**
+ * When a finished run finished (ms): its status's completedAt, else its creation. Undefined
+ * while it has not finished (queued, running, or no status yet).
+ */
+export function runFinishedAt(res: PipelineRunResource): number | undefined {
+  const st = statusOf(res);
+  if (typeof st.phase !== "string" || !FINISHED.has(st.phase)) return undefined;
+  const at = Date.parse(isoOf(st.completedAt) ?? isoOf(res.metadata.creationTimestamp) ?? "");
+  return Number.isFinite(at) ? at : 0;
+}
+
+/** A finished run that finished `ttlMs` or longer before `now`: to be deleted. */
+export function runExpired(res: PipelineRunResource, now: number, ttlMs: number): boolean {
+  const at = runFinishedAt(res);
+  return at !== undefined && now - at >= ttlMs;
+}
+
+/**
+ * Whether a stopped (cancelled, timed-out, unstartable) step Job has served its purpose: its
+ * run has finished and the run's status records the step ended (cancelled or failed) as that
+ * Job's attempt. From then on nothing reads the Job; it may be deleted.
+ */
+export function stopRecorded(res: PipelineRunResource, jobName: string): boolean {
+  if (runFinishedAt(res) === undefined) return false;
+  const steps = statusOf(res).steps;
+  if (!Array.isArray(steps)) return false;
+  return steps.some((st: unknown) => {
+    const s = (st ?? {}) as { jobName?: unknown; phase?: unknown };
+    return s.jobName === jobName && (s.phase === "cancelled" || s.phase === "failed");
+  });
+}
+
 /* ------------------------------------------------------------------ the CRD */
 
 type Json = Record<string, unknown>;

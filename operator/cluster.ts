@@ -10,10 +10,13 @@ import { randomBytes } from "node:crypto";
 import { Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { Config } from "../core/config.js";
 import type { ObjectStore, StepExecutor } from "../core/ports.js";
-import { createKubeClient, type KubeClient } from "../adapters/kubernetes/client.js";
+import { createKubeClient, scopedClient, type KubeClient } from "../adapters/kubernetes/client.js";
 import { createKubeRunStore, type KubeRunStore } from "../adapters/kubernetes/run-store.js";
 import { createJobExecutor, type KubeJobExecutor } from "../adapters/kubernetes/job-executor.js";
 import { LeaderElector } from "../adapters/kubernetes/leader.js";
+import { startJanitor, type Janitor } from "../adapters/kubernetes/janitor.js";
+import { controllerCacheSizes } from "./controller.js";
+import { reconcilerCacheSizes } from "./reconciler.js";
 import { createEngine, type Engine } from "../api-server/engine.js";
 
 export const LEASE_NAME = "operon-operator";
@@ -64,35 +67,82 @@ export interface Operator {
   /** The engine while this replica leads. */
   engine(): Engine | undefined;
   executor(): KubeJobExecutor | undefined;
+  /** The run store while this replica leads. */
+  runs(): KubeRunStore | undefined;
+  /** The clean-up (run TTL, stopped Jobs) while this replica leads. */
+  janitor(): Janitor | undefined;
+  /** What the leading term keeps per run beside the informer caches (tests: empty once runs end). */
+  cacheSizes(): Record<string, number> | undefined;
+  /** How many times this replica started leading. */
+  terms(): number;
   client: KubeClient;
   server?: Server;
   stop(): Promise<void>;
 }
 
+/** Knobs for tests (the defaults are production's). */
+export interface OperatorTuning {
+  /** Deadline of each Kubernetes request (default 30 s). */
+  requestTimeoutMs?: number;
+  /** A watch silent this long is abandoned and its cache relisted (default 90 s). */
+  watchQuietMs?: number;
+  /** Time between full clean-up sweeps (default 60 s). */
+  sweepIntervalMs?: number;
+  /** The clock of the run TTL (default Date.now). */
+  ttlNow?: () => number;
+}
+
+const FINISHED = new Set(["completed", "failed", "cancelled"]);
+
 /**
  * The operator: campaigns for the Lease; once leading, starts the informers, rebuilds the
- * ledger from live Jobs and reconciles. Losing the Lease ends the process (`onLostLease`,
- * default exit 1): a replica that may have missed renewals must not act again.
+ * ledger from live Jobs and reconciles, while the Lease is renewed on its own timer. Losing
+ * the Lease (no renewal within the renew deadline, e.g. the API server unreachable) ends the
+ * term: every request of the term is aborted at once, the engine and informers stop, and the
+ * replica campaigns again (`onLostLease` is told); it does not exit. Everything of a term —
+ * caches, queues, per-run state — is dropped with it, so a new term starts from the API.
  */
-export async function startOperator(config: Config, store: ObjectStore, opts: ClusterOptions & { identity?: string; listen?: boolean; onLostLease?: () => void }): Promise<Operator> {
-  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE });
+export async function startOperator(config: Config, store: ObjectStore, opts: ClusterOptions & { identity?: string; listen?: boolean; onLostLease?: (why: string) => void; tuning?: OperatorTuning }): Promise<Operator> {
+  const tuning = opts.tuning ?? {};
+  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, ...(tuning.requestTimeoutMs ? { timeoutMs: tuning.requestTimeoutMs } : {}) });
   const ns = config.OPERON_NAMESPACE;
   const identity = opts.identity ?? `${hostname()}-${randomBytes(4).toString("hex")}`;
-  let active: { engine: Engine; runs: KubeRunStore; executor: KubeJobExecutor } | undefined;
+  interface Term { abort: AbortController; runs?: KubeRunStore; executor?: KubeJobExecutor; engine?: Engine; janitor?: Janitor; unwatch?: () => void }
+  /** The current term (this replica leads), and the term that is fully started. */
+  let term: Term | undefined;
+  let active: Required<Omit<Term, "unwatch">> | undefined;
+  let terms = 0;
+  let stopping = false;
   let ready = config.OPERON_LEADER_ELECTION; // a standby replica is ready; a lone one once synced
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const leaderGauge = new Gauge({ name: "operon_operator_leader", help: "1 while this replica holds the lease", registers: [registry] });
   const writesGauge = new Gauge({ name: "operon_operator_api_writes", help: "Writes sent to the Kubernetes API by this replica", registers: [registry], collect() { this.set(client.writes()); } });
   void writesGauge;
+  const quiet = tuning.watchQuietMs ? { quietMs: tuning.watchQuietMs } : {};
 
   async function lead(): Promise<void> {
+    if (stopping) return;
+    const t: Term = { abort: new AbortController() };
+    term = t;
+    terms++;
     leaderGauge.set(1);
-    const onError = (e: unknown) => opts.log(`informer: ${errText(e)}`);
-    const runs = createKubeRunStore({ client, namespace: ns, onError, events: { component: `operon-operator/${identity}` } });
+    // Every request of this term ends when the term does (a lost Lease): nothing of it acts after.
+    const c = scopedClient(client, t.abort.signal);
+    const onError = (e: unknown) => { if (!t.abort.signal.aborted) opts.log(`informer: ${errText(e)}`); };
+    // A run that ended (written by this term, or seen changed) or went away: its stopped Jobs
+    // can go, and nothing is kept for it.
+    const ended = (id: string) => {
+      if (runs.resource(id) && !finished(id)) return;
+      t.janitor?.runChanged(id);
+      t.executor?.forgetRun(id);
+    };
+    const runs = createKubeRunStore({ client: c, namespace: ns, onError, events: { component: `operon-operator/${identity}` }, onWritten: ended, ...quiet });
+    const finished = (id: string) => { const p = runs.resource(id)?.status as { phase?: string } | undefined; return FINISHED.has(p?.phase ?? ""); };
     const executor = createJobExecutor({
-      client, namespace: ns, store, onError,
+      client: c, namespace: ns, store, onError, ...quiet,
       ownerUid: (id) => runs.uidOf(id),
+      runFinished: finished,
       template: {
         image: config.OPERON_IMAGE,
         storageEnv: stepStorageEnv(config),
@@ -101,11 +151,42 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
         createdBy: identity,
       },
     });
-    await Promise.all([runs.start(), executor.start()]);
+    t.runs = runs;
+    t.executor = executor;
+    t.unwatch = runs.watch(ended);
+    const termEnded = new Promise<void>((resolve) => t.abort.signal.addEventListener("abort", () => resolve(), { once: true }));
+    const synced = Promise.all([runs.start(), executor.start()]);
+    synced.catch(() => undefined);
+    await Promise.race([synced, termEnded]);
+    if (t.abort.signal.aborted) return;
     const engine = createEngine({ runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, log: opts.log });
-    active = { engine, runs, executor };
+    t.engine = engine;
+    t.janitor = startJanitor({
+      client: c, namespace: ns, runs, jobs: executor.jobs, jobsOfRun: (id) => executor.jobsOfRun(id),
+      runTtlMs: config.OPERON_RUN_TTL_DAYS * 86_400_000,
+      ...(tuning.ttlNow ? { now: tuning.ttlNow } : {}),
+      ...(tuning.sweepIntervalMs ? { intervalMs: tuning.sweepIntervalMs } : {}),
+      onError: (e) => { if (!t.abort.signal.aborted) opts.log(`clean-up: ${errText(e)}`); },
+      onDeleted: (kind, name, why) => opts.log(`operator ${identity}: deleted ${kind} ${name}: ${why}`),
+    });
+    active = { abort: t.abort, runs, executor, engine, janitor: t.janitor };
     ready = true;
     opts.log(`operator ${identity}: leading; reconciling PipelineRuns in namespace ${ns}`);
+  }
+
+  /** Ends the current term: aborts its requests, stops its engine, clean-up and informers. */
+  async function stepDown(): Promise<void> {
+    const t = term;
+    term = undefined;
+    active = undefined;
+    leaderGauge.set(0);
+    if (!t) return;
+    t.abort.abort(new Error(`operator ${identity} stopped leading`));
+    t.unwatch?.();
+    await t.janitor?.stop();
+    await t.engine?.stop();
+    t.runs?.stop();
+    t.executor?.stop();
   }
 
   const lease = config.OPERON_LEASE_DURATION_SECONDS * 1000;
@@ -114,10 +195,10 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       client, namespace: ns, name: LEASE_NAME, identity,
       leaseDurationMs: lease, renewDeadlineMs: Math.round((lease * 2) / 3), retryPeriodMs: Math.round((lease * 2) / 15),
       onStartedLeading: lead,
-      onStoppedLeading: () => {
-        opts.log(`operator ${identity}: lost the lease; stopping`);
-        leaderGauge.set(0);
-        (opts.onLostLease ?? (() => process.exit(1)))();
+      onStoppedLeading: async (why) => {
+        opts.log(`operator ${identity}: stopped leading (${why}); stopping the engine, then campaigning again`);
+        await stepDown();
+        opts.onLostLease?.(why);
       },
       onError: (e) => opts.log(`leader election: ${errText(e)}`),
     })
@@ -146,10 +227,24 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
     isLeader: () => (elector ? elector.isLeader() : true),
     engine: () => active?.engine,
     executor: () => active?.executor,
+    runs: () => active?.runs,
+    janitor: () => active?.janitor,
+    terms: () => terms,
+    cacheSizes() {
+      const a = active;
+      if (!a) return undefined;
+      const out: Record<string, number> = {};
+      for (const [k, v] of Object.entries(a.executor.cacheSizes())) out[`executor.${k}`] = v;
+      for (const [k, v] of Object.entries(controllerCacheSizes(a.runs) ?? {})) out[`controller.${k}`] = v;
+      for (const [k, v] of Object.entries(reconcilerCacheSizes(a.runs) ?? {})) out[`reconciler.${k}`] = v;
+      out["runStore.parsed"] = a.runs.parsedCount();
+      out["janitor.pending"] = a.janitor.pending();
+      return out;
+    },
     async stop() {
-      if (active) await active.engine.stop();
-      active?.runs.stop();
-      active?.executor.stop();
+      // The engine first, then the Lease: no other replica acts while this one still does.
+      stopping = true;
+      await stepDown();
       await elector?.stop();
       if (server) await new Promise<void>((resolve) => server?.close(() => resolve()));
       client.close();

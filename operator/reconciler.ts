@@ -68,6 +68,10 @@ const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 export const workspaceRootOf = (run: Pick<RunRecord, "organization" | "workspace">) => `orgs/${run.organization}/workspaces/${run.workspace}/`;
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
+/** Sizes of what a reconciler keeps per run, by its run store (tests: pruned when runs end). */
+const cacheSizesByStore = new WeakMap<RunStore, () => { positionsWritten: number; waitedForSlot: number }>();
+export const reconcilerCacheSizes = (runs: RunStore) => cacheSizesByStore.get(runs)?.();
+
 export function createReconciler(deps: ReconcilerDeps) {
   const tools = deps.tools ?? defaultCatalogue;
   /** When each run's queue positions were last written (a cache of this process, not state). */
@@ -75,6 +79,7 @@ export function createReconciler(deps: ReconcilerDeps) {
   const withoutPositions = (r: RunRecord) => JSON.stringify({ ...r, steps: r.steps.map(({ queuePosition: _q, ...st }) => st) });
   /** Steps seen waiting for a slot, by run (a cache of this process, for StepStart only). */
   const waitedForSlot = new Map<string, Set<string>>();
+  cacheSizesByStore.set(deps.runs, () => ({ positionsWritten: positionsWritten.size, waitedForSlot: waitedForSlot.size }));
 
   async function writeManifest(run: RunRecord): Promise<void> {
     const manifest = buildManifest(run, deps.clock.now());
@@ -100,7 +105,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     const run = await deps.runs.get(runId);
     // Deleted (e.g. `kubectl delete pipelinerun`): its steps no longer hold slots.
     if (!run) { deps.ledger.forget(runId); positionsWritten.delete(runId); waitedForSlot.delete(runId); return {}; }
-    if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); waitedForSlot.delete(run.id); return {}; }
+    if (TERMINAL.has(run.status)) { deps.ledger.remove(run.organization, run.id); positionsWritten.delete(run.id); waitedForSlot.delete(run.id); return {}; }
     const now = deps.clock.now();
     // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not
     // match the schema, or whose spec does not validate) fails with the reason, once.

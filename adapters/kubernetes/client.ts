@@ -3,9 +3,16 @@
  * (file, `KUBECONFIG`, or the in-cluster service account) and applies its credentials; the
  * requests themselves are plain JSON over one keep-alive HTTPS agent, so the adapters see
  * the API's own objects (string timestamps, unknown fields kept) and every write counts.
+ *
+ * Every request has a deadline (`timeoutMs`, default 30 s): a connection that stops answering
+ * (a partition, a frozen load balancer) fails the request with a KubeTimeoutError and its
+ * socket is destroyed, so it is never reused; nothing waits on the API forever. A stream (a
+ * watch, a log) has the deadline until its response starts; after that its reader decides
+ * how long silence may last (the informer's `quietMs`).
  */
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { setMaxListeners } from "node:events";
 import { KubeConfig } from "@kubernetes/client-node";
 
 export class KubeError extends Error {
@@ -15,9 +22,21 @@ export class KubeError extends Error {
   }
 }
 
+/** A request that got no (complete) answer within its deadline. */
+export class KubeTimeoutError extends Error {
+  constructor(readonly method: string, readonly path: string, readonly timeoutMs: number) {
+    super(`${method} ${path}: no answer within ${timeoutMs} ms`);
+    this.name = "KubeTimeoutError";
+  }
+}
+
 export const isNotFound = (e: unknown) => e instanceof KubeError && e.status === 404;
 export const isConflict = (e: unknown) => e instanceof KubeError && e.status === 409 && e.reason !== "AlreadyExists";
 export const isAlreadyExists = (e: unknown) => e instanceof KubeError && e.status === 409 && e.reason === "AlreadyExists";
+export const isTimeout = (e: unknown) => e instanceof KubeTimeoutError;
+
+/** Default deadline of a request. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
 
 export type PatchType = "merge" | "strategic" | "json";
 const PATCH_TYPES: Record<PatchType, string> = {
@@ -31,6 +50,8 @@ export interface RequestInit {
   query?: Record<string, string | number | boolean | undefined>;
   patch?: PatchType;
   signal?: AbortSignal;
+  /** Deadline of this request (default: the client's); of a stream, until its response starts. */
+  timeoutMs?: number;
 }
 
 export interface KubeClient {
@@ -49,6 +70,8 @@ export interface KubeClientOptions {
   /** Path of a kubeconfig file; default: KUBECONFIG, ~/.kube/config, or in-cluster. */
   kubeconfig?: string;
   namespace?: string;
+  /** Deadline of each request (default 30 s). */
+  timeoutMs?: number;
 }
 
 export async function createKubeClient(opts: KubeClientOptions = {}): Promise<KubeClient> {
@@ -63,6 +86,7 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
   const context = kc.getContextObject(kc.getCurrentContext());
   const namespace = opts.namespace ?? context?.namespace ?? "default";
   const agent = tls ? new HttpsAgent({ keepAlive: true, maxSockets: 32 }) : new HttpAgent({ keepAlive: true, maxSockets: 32 });
+  const defaultTimeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let writes = 0;
 
   // Credentials can rotate (projected service-account tokens): re-read them every minute.
@@ -75,7 +99,15 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
     return o;
   }
 
-  async function open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
+  /**
+   * Sends a request and waits for its answer: the whole body, or for a stream (a 2xx answer
+   * to `stream`) only the start of the response. Fails with a KubeTimeoutError when that has
+   * not happened within the deadline, and with the signal's reason when it is aborted (also
+   * later, while a stream is read); either destroys the request and its socket.
+   */
+  async function exchange(method: string, path: string, init: RequestInit, streaming: boolean): Promise<{ status: number; res: IncomingMessage; text: string }> {
+    const timeoutMs = init.timeoutMs ?? defaultTimeoutMs;
+    const started = Date.now();
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined) q.set(k, String(v));
     const qs = q.toString();
@@ -95,19 +127,50 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
       path: `${url.pathname.replace(/\/+$/, "")}${path}${qs ? `?${qs}` : ""}`,
       headers,
       agent,
-      ...(init.signal ? { signal: init.signal } : {}),
     };
+    const signal = init.signal;
     return new Promise((resolve, reject) => {
-      const req = (tls ? httpsRequest : httpRequest)(options, resolve);
-      req.on("error", reject);
+      let settled = false;
+      let res: IncomingMessage | undefined;
+      /** Ends the exchange with an error: rejects if still pending, and destroys the request. */
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (!settled) { settled = true; reject(e); }
+        req.destroy(e);
+        res?.destroy(e);
+      };
+      const onAbort = () => fail(signal?.reason instanceof Error ? signal.reason : new Error(`${method} ${path}: aborted`));
+      const timer = setTimeout(() => fail(new KubeTimeoutError(method, path, timeoutMs)), Math.max(1, timeoutMs - (Date.now() - started)));
+      const req = (tls ? httpsRequest : httpRequest)(options, (r) => {
+        res = r;
+        const status = r.statusCode ?? 0;
+        if (streaming && status >= 200 && status < 300) {
+          // From here on the reader decides how long it waits; an abort still ends the stream.
+          clearTimeout(timer);
+          settled = true;
+          r.on("error", () => undefined); // the reader sees errors; none may go unhandled
+          r.once("close", () => signal?.removeEventListener("abort", onAbort));
+          resolve({ status, res: r, text: "" });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        r.on("data", (c: Buffer) => chunks.push(c));
+        r.on("error", fail);
+        r.on("end", () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve({ status, res: r, text: Buffer.concat(chunks).toString("utf8") });
+        });
+        r.on("close", () => { if (!r.complete) fail(new Error(`${method} ${path}: the connection closed before the answer was complete`)); });
+      });
+      req.on("error", fail);
+      if (signal?.aborted) { onAbort(); return; }
+      signal?.addEventListener("abort", onAbort, { once: true });
       req.end(body);
     });
-  }
-
-  async function readBody(res: IncomingMessage): Promise<string> {
-    const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
-    return Buffer.concat(chunks).toString("utf8");
   }
 
   function errorOf(status: number, text: string, method: string, path: string): KubeError {
@@ -124,21 +187,54 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
   return {
     namespace,
     server,
-    async request<T>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, init?: RequestInit): Promise<T> {
-      const res = await open(method, path, init);
-      const text = await readBody(res);
-      const status = res.statusCode ?? 0;
+    async request<T>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, init: RequestInit = {}): Promise<T> {
+      const { status, text } = await exchange(method, path, init, false);
       if (status < 200 || status >= 300) throw errorOf(status, text, method, path);
       return (text ? JSON.parse(text) : undefined) as T;
     },
     async stream(path, init) {
-      const res = await open("GET", path, init);
-      const status = res.statusCode ?? 0;
-      if (status < 200 || status >= 300) throw errorOf(status, await readBody(res), "GET", path);
+      const { status, res, text } = await exchange("GET", path, init, true);
+      if (status < 200 || status >= 300) throw errorOf(status, text, "GET", path);
       return res;
     },
     writes: () => writes,
     close: () => agent.destroy(),
+  };
+}
+
+/**
+ * The client as seen by one holder of a scope (the operator while it leads): the same
+ * connections, but every request also ends when `scope` is aborted, at once, wherever it is.
+ * Closing it closes nothing (the scope's owner closes the client).
+ */
+export function scopedClient(client: KubeClient, scope: AbortSignal): KubeClient {
+  setMaxListeners(0, scope); // one listener per request in flight, removed when it ends
+  /** A signal aborted by the scope or by the caller's own signal, and how to let go of it. */
+  const link = (own: AbortSignal | undefined) => {
+    const ctl = new AbortController();
+    const onAbort = () => ctl.abort(scope.aborted ? scope.reason : own?.reason);
+    if (scope.aborted || own?.aborted) onAbort();
+    scope.addEventListener("abort", onAbort, { once: true });
+    own?.addEventListener("abort", onAbort, { once: true });
+    return { signal: ctl.signal, release: () => { scope.removeEventListener("abort", onAbort); own?.removeEventListener("abort", onAbort); } };
+  };
+  return {
+    namespace: client.namespace,
+    server: client.server,
+    async request(method, path, init = {}) {
+      const l = link(init.signal);
+      try { return await client.request(method, path, { ...init, signal: l.signal }); } finally { l.release(); }
+    },
+    async stream(path, init) {
+      const l = link(init.signal);
+      try {
+        const res = await client.stream(path, { ...init, signal: l.signal });
+        res.once("close", l.release);
+        return res;
+      } catch (e) { l.release(); throw e; }
+    },
+    writes: () => client.writes(),
+    close: () => undefined,
   };
 }
 

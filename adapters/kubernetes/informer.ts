@@ -47,6 +47,11 @@ export interface InformerOptions<T extends KubeObject> {
    * what it reads bounds its memory.
    */
   transform?: (obj: T) => T;
+  /**
+   * An index of the cache (client-go's Indexer, one index): the key an object is filed
+   * under, or undefined for none. `byIndex(key)` then answers without a scan.
+   */
+  indexBy?: (obj: T) => string | undefined;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,6 +67,8 @@ export function newer(a: string | undefined, b: string | undefined): boolean {
 
 export class Informer<T extends KubeObject> {
   private readonly cache = new Map<string, T>();
+  /** indexBy's key → the cached objects filed under it, by name. */
+  private readonly index = new Map<string, Map<string, T>>();
   private stopped = false;
   private abort: AbortController | undefined;
   private synced!: Promise<void>;
@@ -109,6 +116,34 @@ export class Informer<T extends KubeObject> {
 
   get(name: string): T | undefined { return this.cache.get(name); }
   list(): T[] { return [...this.cache.values()]; }
+  /** The cached objects `indexBy` files under `key` (empty without `indexBy`). */
+  byIndex(key: string): T[] { return [...(this.index.get(key)?.values() ?? [])]; }
+
+  /** Every change of the cache goes through `set` and `remove`, which keep the index current. */
+  private set(obj: T): void {
+    const name = obj.metadata.name;
+    this.unindex(name);
+    this.cache.set(name, obj);
+    const key = this.opts.indexBy?.(obj);
+    if (key === undefined) return;
+    let bucket = this.index.get(key);
+    if (!bucket) this.index.set(key, (bucket = new Map()));
+    bucket.set(name, obj);
+  }
+
+  private remove(name: string): void {
+    this.unindex(name);
+    this.cache.delete(name);
+  }
+
+  private unindex(name: string): void {
+    const old = this.cache.get(name);
+    const key = old && this.opts.indexBy?.(old);
+    if (key === undefined) return;
+    const bucket = this.index.get(key);
+    bucket?.delete(name);
+    if (bucket?.size === 0) this.index.delete(key);
+  }
 
   /**
    * Puts an object this process just wrote into the cache (the API's answer), unless the cache
@@ -117,7 +152,7 @@ export class Informer<T extends KubeObject> {
   assume(written: T): void {
     const obj = this.keep(written);
     const cur = this.cache.get(obj.metadata.name);
-    if (!cur || newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) this.cache.set(obj.metadata.name, obj);
+    if (!cur || newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) this.set(obj);
   }
 
   /** The part of an object the cache keeps. */
@@ -144,10 +179,10 @@ export class Informer<T extends KubeObject> {
     } while (cont);
     this.relists++;
     const changed: T[] = [];
-    for (const [name, old] of this.cache) if (!seen.has(name)) { this.cache.delete(name); changed.push(old); }
+    for (const [name, old] of this.cache) if (!seen.has(name)) { this.remove(name); changed.push(old); }
     for (const [name, obj] of seen) {
       const old = this.cache.get(name);
-      this.cache.set(name, obj);
+      this.set(obj);
       if (!old || old.metadata.resourceVersion !== obj.metadata.resourceVersion) changed.push(obj);
     }
     for (const obj of changed) this.emit(obj);
@@ -196,12 +231,12 @@ export class Informer<T extends KubeObject> {
           const obj = this.keep(ev.object);
           const name = obj.metadata.name;
           if (ev.type === "DELETED") {
-            this.cache.delete(name);
+            this.remove(name);
             this.emit(obj);
           } else {
             const cur = this.cache.get(name);
             if (cur && cur.metadata.resourceVersion === objRv) continue; // already assumed
-            this.cache.set(name, obj);
+            this.set(obj);
             this.emit(obj);
           }
         }

@@ -5,13 +5,17 @@
  * stops Jobs by annotating and suspending them (the record stays, so a stopped step is never
  * mistaken for one that never started), reads outputs from the stage-out helper's
  * termination message (or HEADs them in object storage), and keeps step logs in storage.
+ *
+ * What it keeps per run and per Job beside the informer caches (indexes, outputs read, logs
+ * saved, pod look-ups) is dropped when the run ends (`forgetRun`, and `runFinished` keeps a
+ * finished run's Jobs out of the indexes) or when the Job is deleted.
  */
 import { EventEmitter } from "node:events";
 import { buildJob, jobActive, jobForCache, jobStep, observeJob, podForCache, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/jobs.js";
 import { ANNOTATION, LABEL } from "../../core/pipelinerun.js";
 import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepOutput } from "../../core/ports.js";
 import { defaultCatalogue, type ToolCatalogue } from "../../core/tools/index.js";
-import { isAlreadyExists, isNotFound, paths, type KubeClient } from "./client.js";
+import { isAlreadyExists, isNotFound, KubeError, paths, type KubeClient } from "./client.js";
 import { Informer, type KubeObject } from "./informer.js";
 
 type Job = JobObject & KubeObject;
@@ -29,13 +33,37 @@ export interface JobExecutorOptions {
   clock?: Clock;
   quietMs?: number;
   onError?: (e: unknown) => void;
+  /**
+   * Whether the run has finished (its status says so). Nothing is kept for the Jobs of a
+   * finished run: the reconciler never looks at it again. Unknown runs count as unfinished.
+   */
+  runFinished?: (runId: string) => boolean;
 }
+
+/** Sizes of what the executor keeps beside its informer caches (tests, metrics). */
+export interface JobExecutorCacheSizes {
+  jobsByRun: number;
+  podsByJob: number;
+  endSeen: number;
+  outputs: number;
+  logsSaved: number;
+  podLookups: number;
+  stopping: number;
+}
+
+/** How long copying one step log may take in all. */
+const LOG_DEADLINE_MS = 60_000;
 
 export interface KubeJobExecutor extends StepExecutor {
   start(): Promise<void>;
   stop(): void;
   jobs: Informer<Job>;
   pods: Informer<Pod>;
+  /** The run's Jobs the executor indexes (none once the run is forgotten). */
+  jobsOfRun(runId: string): Job[];
+  /** Drops everything kept for the run and its Jobs (the run ended or was deleted). */
+  forgetRun(runId: string): void;
+  cacheSizes(): JobExecutorCacheSizes;
 }
 
 export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
@@ -46,6 +74,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   events.setMaxListeners(100);
   const selector = LABEL.run;
   const runOf = (obj: KubeObject) => obj.metadata.annotations?.[ANNOTATION.runId] ?? obj.metadata.labels?.[LABEL.run];
+  const finished = (runId: string | undefined) => runId !== undefined && (opts.runFinished?.(runId) ?? false);
   const common = { ...(opts.onError ? { onError: opts.onError } : {}), ...(opts.quietMs ? { quietMs: opts.quietMs } : {}) };
   // Indexes kept beside the caches (the informers update the cache before calling back), so
   // observe(run) looks at the run's Jobs only, not at every Job and pod in the namespace.
@@ -63,7 +92,8 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     onChange: (j) => {
       const r = runOf(j);
       if (!r) return;
-      const present = jobs.get(j.metadata.name) !== undefined;
+      // A finished run's Jobs are not indexed (nothing observes the run again).
+      const present = jobs.get(j.metadata.name) !== undefined && !finished(r);
       index(jobsByRun, r, j.metadata.name, present);
       if (!present) forgetJob(j.metadata.name);
       else if (!jobActive(j) && !endSeen.has(j.metadata.name)) endSeen.set(j.metadata.name, clock.now());
@@ -76,9 +106,9 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     onChange: (p) => {
       const job = jobOfPod(p);
       if (!job) return;
-      index(podsByJob, job, p.metadata.name, pods.get(p.metadata.name) !== undefined);
       const j = jobs.get(job);
       const r = j ? runOf(j) : undefined;
+      index(podsByJob, job, p.metadata.name, pods.get(p.metadata.name) !== undefined && !finished(r));
       if (r) events.emit("change", r);
     },
     ...common,
@@ -89,6 +119,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     outputs.delete(name);
     logsSaved.delete(name);
     podLookups.delete(name);
+    podsByJob.delete(name);
   };
   /** Outputs of completed Jobs (read once, from the termination message or storage). */
   const outputs = new Map<string, Promise<StepOutput[] | string>>();
@@ -134,11 +165,13 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         // A failure's explanation needs the pod's last state (a consistent read); a log only
         // needs the pod's name, which the API server's cache has (resourceVersion 0: cheaper).
         const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${job.metadata.name}`, ...(fresh ? {} : { resourceVersion: "0" }) } });
+        // The run may have ended meanwhile: then the pod is only returned, not indexed.
+        const keep = !finished(runOf(job));
         for (const pod of list.items) {
           pods.assume(pod);
-          index(podsByJob, job.metadata.name, pod.metadata.name, true);
+          if (keep) index(podsByJob, job.metadata.name, pod.metadata.name, true);
         }
-        return podOf(job);
+        return keep ? podOf(job) : list.items.reduce<Pod | undefined>((best, p) => (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "") ? p : best), undefined);
       })();
       podLookups.set(job.metadata.name, p);
       void p.catch(() => podLookups.delete(job.metadata.name));
@@ -180,17 +213,21 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     try {
       const text = await podLog(pod.metadata.name);
       if (text !== undefined) await opts.store.put(`${job.metadata.annotations?.[ANNOTATION.runRoot] ?? ""}logs/${stepId}.log`, text, { contentType: "text/plain" });
-    } catch (e) { logsSaved.delete(job.metadata.name); opts.onError?.(e); }
+    } catch (e) { logsSaved.delete(job.metadata.name); opts.onError?.(e); } finally {
+      // Saved after its run ended (the run's last step): nothing will ask again.
+      if (finished(runOf(job))) logsSaved.delete(job.metadata.name);
+    }
   }
 
   async function podLog(pod: string): Promise<string | undefined> {
     try {
-      const res = await client.stream(`${paths.pods(namespace)}/${encodeURIComponent(pod)}/log`, { query: { container: TOOL_CONTAINER, limitBytes: 4 * 1024 * 1024 } });
+      const res = await client.stream(`${paths.pods(namespace)}/${encodeURIComponent(pod)}/log`, { query: { container: TOOL_CONTAINER, limitBytes: 4 * 1024 * 1024 }, signal: AbortSignal.timeout(LOG_DEADLINE_MS) });
       const chunks: Buffer[] = [];
       for await (const c of res) chunks.push(c as Buffer);
       return Buffer.concat(chunks).toString("utf8");
     } catch (e) {
       if (isNotFound(e)) return undefined;
+      if (!(e instanceof KubeError)) throw e; // no answer, or cut off: try again later
       // A container that never started has no log (400 Bad Request).
       return undefined;
     }
@@ -224,6 +261,15 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     pods,
     async start() { await Promise.all([jobs.start(), pods.start()]); },
     stop() { jobs.stop(); pods.stop(); },
+    jobsOfRun: jobsOf,
+    forgetRun(runId) {
+      for (const name of jobsByRun.get(runId) ?? []) forgetJob(name);
+      jobsByRun.delete(runId);
+    },
+    cacheSizes: () => ({
+      jobsByRun: jobsByRun.size, podsByJob: podsByJob.size, endSeen: endSeen.size, outputs: outputs.size,
+      logsSaved: logsSaved.size, podLookups: podLookups.size, stopping: stopping.size,
+    }),
 
     async submit(task) {
       const known = latestByStep(task.runId).get(task.stepId);

@@ -3,18 +3,32 @@
  * from a supervised informer cache; a run not yet in the cache is fetched directly. Updates
  * are read-modify-write with the resourceVersion as precondition: the desired state
  * (`spec.cancelRequested`) is patched on the resource, everything else on the status
- * subresource; a conflict re-reads the object and applies the change again.
+ * subresource; a conflict re-reads the object and applies the change again. A listing of a
+ * workspace looks only at that workspace's runs (an index of the informer cache) and copies
+ * only the runs it returns.
  */
 import { EventEmitter } from "node:events";
 import { conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/pipelinerun.js";
 import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
+import { compareRunPositions, matchesRunFilter } from "../../core/run-order.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
 import { Informer, type KubeObject } from "./informer.js";
 import { keyedSerializer } from "../serial.js";
 
-type PR = PipelineRunResource & KubeObject;
+export type PR = PipelineRunResource & KubeObject;
 
 const MAX_CONFLICT_RETRIES = 8;
+
+/**
+ * The informer's index: a run's organization and workspace exactly as its record will have
+ * them (`spec`, as resourceToRun reads it). The `operon.dev/org` and `operon.dev/workspace`
+ * labels carry them too, but shortened with a hash when not valid label values.
+ */
+const scopeKey = (organization: string, workspace: string) => `${organization}\u0000${workspace}`;
+const specText = (res: PR, field: "organization" | "workspace"): string => {
+  const v = (res.spec as Record<string, unknown> | undefined)?.[field];
+  return typeof v === "string" ? v : "";
+};
 
 export interface KubeRunStore extends RunStore {
   /** Waits for the first list; call before reading. */
@@ -22,6 +36,12 @@ export interface KubeRunStore extends RunStore {
   stop(): void;
   /** The resource's uid, for owner references of its Jobs. */
   uidOf(runId: string): string | undefined;
+  /** The cached resource as the API server has it (no parsing), or undefined. */
+  resource(runId: string): PR | undefined;
+  /** Every cached resource (no parsing: cheap enough for periodic sweeps). */
+  resources(): PR[];
+  /** Entries of the per-run parse cache (tests: pruned when a run is deleted). */
+  parsedCount(): number;
 }
 
 export interface KubeRunStoreOptions {
@@ -37,6 +57,12 @@ export interface KubeRunStoreOptions {
    * does not: it only creates runs and changes `spec.cancelRequested`; the operator owns status.
    */
   writeStatus?: boolean;
+  /**
+   * Called after this store wrote a run (its cache already holds what was written). The
+   * watch does not report one's own writes (the event matches the cached version), so this
+   * is how the writer learns, e.g., that a run it just finished has finished.
+   */
+  onWritten?: (runId: string) => void;
 }
 
 /** JSON with object keys sorted: the API server returns fields in its own order. */
@@ -54,7 +80,11 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   const serial = keyedSerializer();
   const informer = new Informer<PR>({
     client, path: base,
-    onChange: (obj) => events.emit("change", obj.metadata.name),
+    indexBy: (obj) => scopeKey(specText(obj, "organization"), specText(obj, "workspace")),
+    onChange: (obj) => {
+      if (!informer.get(obj.metadata.name)) parsed.delete(obj.metadata.name); // deleted
+      events.emit("change", obj.metadata.name);
+    },
     ...(opts.onError ? { onError: opts.onError } : {}),
     ...(opts.quietMs ? { quietMs: opts.quietMs } : {}),
   });
@@ -72,14 +102,16 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
 
   /** Parsed records by name, reused while the resourceVersion is the same (parsing is zod work). */
   const parsed = new Map<string, { rv: string | undefined; run: RunRecord }>();
-  const toRun = (res: PR): RunRecord => {
+  /** The cached parse of a resource: shared, never handed out (toRun copies it). */
+  const parsedOf = (res: PR): RunRecord => {
     const hit = parsed.get(res.metadata.name);
-    if (hit && hit.rv !== undefined && hit.rv === res.metadata.resourceVersion) return structuredClone(hit.run);
+    if (hit && hit.rv !== undefined && hit.rv === res.metadata.resourceVersion) return hit.run;
     const run = resourceToRun(res);
     parsed.set(res.metadata.name, { rv: res.metadata.resourceVersion, run });
     if (parsed.size > 10_000) parsed.delete(parsed.keys().next().value as string);
-    return structuredClone(run);
+    return run;
   };
+  const toRun = (res: PR): RunRecord => structuredClone(parsedOf(res));
 
   async function read(id: string): Promise<PR | undefined> {
     return informer.get(id) ?? (await fetch(id));
@@ -109,6 +141,9 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     start: () => informer.start(),
     stop: () => informer.stop(),
     uidOf: (id) => informer.get(id)?.metadata.uid,
+    resource: (id) => informer.get(id),
+    resources: () => informer.list(),
+    parsedCount: () => parsed.size,
 
     async create(run) {
       const created = await client.request<PR>("POST", base, { body: runToResource(run, namespace) });
@@ -120,10 +155,15 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
       return res ? toRun(res) : undefined;
     },
 
-    async list({ organization, workspace }) {
-      return informer.list().map(toRun)
-        .filter((r) => (organization === undefined || r.organization === organization) && (workspace === undefined || r.workspace === workspace))
-        .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1));
+    async list(filter) {
+      const { organization, workspace } = filter;
+      // Narrowed on the raw resources (a workspace through the index), then parsed (cached)
+      // to filter and sort; only the runs returned are copied.
+      const candidates = organization === undefined ? informer.list()
+        : workspace !== undefined ? informer.byIndex(scopeKey(organization, workspace))
+          : informer.list().filter((res) => specText(res, "organization") === organization);
+      const runs = candidates.map(parsedOf).filter((r) => matchesRunFilter(r, filter)).sort(compareRunPositions);
+      return (filter.limit === undefined ? runs : runs.slice(0, filter.limit)).map((r) => structuredClone(r));
     },
 
     update: (id, change) => serial(id, async () => {
@@ -150,6 +190,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
             informer.assume(patched);
             recordEvent(patched, cur, next);
             res = patched;
+            try { opts.onWritten?.(id); } catch (e) { opts.onError?.(e); }
           }
           return toRun(res);
         } catch (e) {

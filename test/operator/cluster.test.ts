@@ -21,6 +21,7 @@ import { createKubeClient, paths, type KubeClient } from "../../adapters/kuberne
 import type { JobObject } from "../../core/jobs.js";
 import { completeJob, failJob, startJobSimulator } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
+import { record } from "../support/recorder.js";
 import { sleep, until } from "../support/wait.js";
 
 const NS = "operon";
@@ -35,6 +36,9 @@ const store: ObjectStore = await createStore(config, "");
 const service = new ServiceStore(store);
 const client: KubeClient = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
 t.teardown(() => client.close());
+/** Every state of every step Job, also of those the operator deleted (stopped ones, once recorded). */
+const jobsSeen = await record<JobObject & { metadata: { name: string } }>(client, paths.jobs(NS), "operon.dev/run");
+t.teardown(() => jobsSeen.stop());
 const logs: string[] = [];
 const log = (s: string) => { logs.push(s); };
 
@@ -203,15 +207,17 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
 t.test("cancel through the API stops the running Job and cancels the run", async (t) => {
   const h = await org("acme");
   const run = await submit(h, { id: "chain", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] });
-  await until("job a", async () => ((await jobsOf(run.id)).length ? true : undefined));
+  const { metadata: { name } } = await until("job a", async () => (await jobsOf(run.id))[0]);
   const del = await app.inject({ method: "DELETE", url: `/v1/pipelines/${run.id}?workspace_id=ws1`, headers: h });
   t.equal(del.statusCode, 200, del.body);
   const r = await until("cancelled", async () => { const x = await getRun(h, run.id); return x.status === "cancelled" ? x : undefined; });
   t.same(r.steps.map((s) => s.status), ["cancelled", "cancelled"]);
-  const [job] = await jobsOf(run.id);
-  t.equal(job?.metadata.annotations?.["operon.dev/stopped"], "cancelled", "the Job records why it stopped");
-  t.equal((job?.spec as { suspend?: boolean }).suspend, true, "and is suspended (its pods removed)");
-  t.equal((await jobsOf(run.id)).length, 1, "b never started");
+  await until("the stopped Job deleted once the cancel is recorded", () => jobsSeen.deletedAt(name));
+  const job = jobsSeen.last(name);
+  t.equal(job?.metadata.annotations?.["operon.dev/stopped"], "cancelled", "the Job recorded why it stopped");
+  t.equal((job?.spec as { suspend?: boolean }).suspend, true, "and was suspended (its pods removed)");
+  t.same(jobsSeen.names().filter((n) => jobsSeen.last(n)?.metadata.labels?.["operon.dev/run"] === run.id), [name], "b never started");
+  t.same(await jobsOf(run.id), [], "the stopped Job is gone");
 });
 
 t.test("a failed Job fails the run; later steps are skipped", async (t) => {
@@ -242,8 +248,9 @@ t.test("a step whose image cannot start fails with a clear reason", async (t) =>
   });
   const r = await until("failed", async () => { const x = await getRun(h, run.id); return x.status === "failed" ? x : undefined; });
   t.match(r.steps[0]?.error, /container tool \(image quay.io\/biocontainers\/samtools:does-not-exist\) cannot start: ImagePullBackOff/);
-  const after = (await jobsOf(run.id))[0];
-  t.equal(after?.metadata.annotations?.["operon.dev/stopped"], "failed", "the Job is stopped, not left pending until its deadline");
+  const stopped = await until("the Job stopped", () => jobsSeen.history(job.metadata.name).find((j) => j.metadata.annotations?.["operon.dev/stopped"]));
+  t.equal(stopped.metadata.annotations?.["operon.dev/stopped"], "failed", "the Job is stopped, not left pending until its deadline");
+  await until("and deleted once the failure is recorded", () => jobsSeen.deletedAt(job.metadata.name));
 });
 
 t.test("a malformed PipelineRun applied with kubectl is marked failed; the operator carries on", async (t) => {

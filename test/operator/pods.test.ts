@@ -25,6 +25,7 @@ import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { buildImageTree, REPRODUCED_COPIES, runtimeCopies, runtimeEnv } from "../support/image-tree.js";
 import { runJobPod, startNode, type PodRun } from "../support/pod-runner.js";
+import { record } from "../support/recorder.js";
 import { until } from "../support/wait.js";
 
 const NS = "pods";
@@ -40,6 +41,9 @@ const s3 = env.s3;
 if (!s3) throw new Error("the test environment has no S3");
 const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
 t.teardown(() => client.close());
+/** Every state of every step Job, also of those the operator deletes. */
+const jobsSeen = await record<Job>(client, paths.jobs(NS), "operon.dev/run");
+t.teardown(() => jobsSeen.stop());
 // The S3 credentials Secret the chart's existingSecret names: the helpers get them only from here.
 await client.request("POST", `/api/v1/namespaces/${NS}/secrets`, {
   body: { apiVersion: "v1", kind: "Secret", metadata: { name: "operon-s3" }, stringData: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey } },
@@ -210,9 +214,11 @@ t.test("cancel while the tool runs: the Job is suspended, the tool gets SIGTERM,
   const p = await pods.get(jobName);
   t.ok(p?.suspended, "the pod was stopped by the Job's suspension");
   t.same(p?.containers.map((c) => [c.name, c.exitCode]), [["stage-in", 0], ["tool", 143]], "bwa index got SIGTERM; stage-out never ran");
-  const job = await client.request<Job & { spec: { suspend?: boolean } }>("GET", `${paths.jobs(NS)}/${jobName}`);
-  t.equal(job.spec.suspend, true);
+  // Once the run's status records the cancel, the operator deletes the suspended Job: its last state says why.
+  const job = await until("the stopped Job", () => jobsSeen.history(jobName).find((j) => j.metadata.annotations?.["operon.dev/stopped"]));
+  t.equal((job.spec as { suspend?: boolean } | undefined)?.suspend, true);
   t.equal(job.metadata.annotations?.["operon.dev/stopped"], "cancelled", "the Job says why it was stopped");
+  await until("the stopped Job deleted", () => jobsSeen.deletedAt(jobName));
   t.notOk(await store.head(`${WS}${run.outputFolder}/big.fa.bwt`), "no output was published");
 });
 

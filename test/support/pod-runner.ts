@@ -25,7 +25,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wri
 import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { paths, type KubeClient } from "../../adapters/kubernetes/client.js";
+import { isNotFound, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import type { JobObject } from "../../core/jobs.js";
 import { completeJob, failJob, nowIso } from "./job-sim.js";
 import { freePorts } from "./minio.js";
@@ -151,8 +151,9 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
   let running = true;
   const watchSuspend = (async () => {
     while (running && !suspend.signal.aborted) {
-      const cur = await o.client.request<Job>("GET", `${paths.jobs(o.namespace)}/${encodeURIComponent(job.metadata.name)}`).catch(() => undefined);
-      if (cur?.spec && (cur.spec as { suspend?: boolean }).suspend) suspend.abort();
+      const cur = await o.client.request<Job>("GET", `${paths.jobs(o.namespace)}/${encodeURIComponent(job.metadata.name)}`).catch((e: unknown) => (isNotFound(e) ? "deleted" as const : undefined));
+      // Suspended, or deleted (the garbage collector would delete its pod): the pod stops.
+      if (cur === "deleted" || (cur?.spec && (cur.spec as { suspend?: boolean }).suspend)) suspend.abort();
       else await new Promise((r) => setTimeout(r, 100));
     }
   })();
@@ -171,11 +172,12 @@ export async function runJobPod(job: Job, o: PodRunnerOptions): Promise<PodRun> 
   }
   if (suspend.signal.aborted) {
     // What the Job controller reports for a suspended Job whose pod it deleted.
+    // (Not for a Job deleted meanwhile: the operator deletes a stopped Job once its run records the stop.)
     const t = nowIso();
     await o.client.request("PATCH", `${paths.jobs(o.namespace)}/${encodeURIComponent(job.metadata.name)}/status`, {
       patch: "merge",
       body: { status: { active: 0, ready: 0, conditions: [{ type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended", lastProbeTime: t, lastTransitionTime: t }] } },
-    });
+    }).catch((e: unknown) => { if (!isNotFound(e)) throw e; });
     return { pod: podName, containers: runs, succeeded: false, suspended: true };
   }
   const succeeded = runs.length === (spec.initContainers?.length ?? 0) + spec.containers.length && runs.every((r) => r.exitCode === 0);
