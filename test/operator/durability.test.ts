@@ -8,13 +8,16 @@
  *    and resumes (relisting) once the API answers again;
  *  - leaks: a cancelled run's suspended Job is deleted once the run's status records the
  *    cancel; a finished PipelineRun past OPERON_RUN_TTL_DAYS is deleted (its files stay), a
- *    running one is not; after many finished runs nothing is kept per run in memory.
+ *    running one is not; after many finished runs nothing is kept per run in memory;
+ *  - the object store down (MinIO killed) while a run's last step ends: the run is not marked
+ *    finished without its run.json, and finishes once, with it, when the store is back.
  */
 import t from "tap";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig, type Config } from "../../core/config.js";
 import type { JobObject } from "../../core/jobs.js";
+import { ANNOTATION } from "../../core/pipelinerun.js";
 import type { ObjectStore, RunRecord } from "../../core/ports.js";
 import { createStore } from "../../api-server/server.js";
 import { createClusterEngine, startOperator, type Operator } from "../../operator/cluster.js";
@@ -285,4 +288,40 @@ t.test("clean-up: stopped Jobs after the stop is recorded, PipelineRuns past the
     const after = await until("deletions settled", () => { const c = perRun(); return Object.values(c).every((v) => v === 0) ? c : undefined; }).catch(() => perRun());
     t.same(after, Object.fromEntries(Object.keys(after).map((k) => [k, 0])), "still nothing kept per run");
   });
+});
+
+t.test("MinIO down while a run's last step ends: no finished status without run.json; it finishes once when the store is back", async (t) => {
+  const minio = env.minio;
+  if (!minio) throw new Error("the test env has no MinIO");
+  const s = await cluster("outage");
+  t.teardown(() => s.close());
+  const op = await startOperator(s.config, s.store, { kubeconfig: env.kubeconfigPath, log: () => undefined, listen: false, identity: "op-outage" });
+  t.teardown(() => op.stop());
+  await until("the operator leads", () => op.engine());
+  const r = await s.submit("acme", [s.step("a", "${bam}"), s.step("b", "${a.outputFile}", ["a"])]);
+  const a = await until("job a", async () => (await s.jobsOf(r.id))[0]);
+  await completeJob(s.client, s.ns, a, s.store);
+  const b = await until("job b", async () => (await s.jobsOf(r.id)).find((j) => j.metadata.name !== a.metadata.name));
+  // b's stage-out wrote its outputs; then the store goes away before the Job is seen complete.
+  const ann = b.metadata.annotations ?? {};
+  for (const o of JSON.parse(ann[ANNOTATION.outputs] ?? "[]") as Array<{ path: string }>) await s.store.put(`${ann[ANNOTATION.runRoot] ?? ""}${o.path}`, "out\n");
+  await minio.kill();
+  t.teardown(() => minio.restart().catch(() => undefined));
+  await completeJob(s.client, s.ns, b);
+  const downFor = Date.now() + 10_000;
+  const seen = new Set<string>();
+  while (Date.now() < downFor) {
+    seen.add((await s.run(r.id))?.status ?? "?");
+    await sleep(500);
+  }
+  t.strictSame([...seen], ["running"], "while its run.json cannot be written (10 s), the run is never marked finished");
+  await minio.restart();
+  const done = await until("the run to finish after the outage", async () => { const cur = await s.run(r.id); return cur && ["completed", "failed"].includes(cur.status) ? cur : undefined; }, 120_000);
+  t.equal(done.status, "completed", JSON.stringify(done.steps));
+  t.same(done.steps.map((st) => [st.stepId, st.status, st.attempt]), [["a", "completed", 1], ["b", "completed", 1]], "each step once");
+  const { body } = await s.store.get(`orgs/acme/workspaces/ws1/${done.outputFolder}/run.json`);
+  let text = "";
+  for await (const c of body) text += Buffer.from(c).toString();
+  t.equal((JSON.parse(text) as { status: string }).status, "completed", "run.json says completed");
+  t.equal((await s.jobsOf(r.id)).length <= 2, true, "no Job created twice");
 });

@@ -62,6 +62,8 @@ export interface TestEnv {
   /** Folder holding the etcd/kube-apiserver(/kubectl) binaries used. */
   binDir: string;
   s3?: S3Settings;
+  /** The MinIO behind `s3`, for outage tests (`kill`/`restart`, `freeze`/`thaw`). */
+  minio?: MinioServer;
   /** S3_ENDPOINT, S3_BUCKET, S3_REGION, S3_FORCE_PATH_STYLE, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (with MinIO) and KUBECONFIG. */
   env: Record<string, string>;
   /** Runs the real kubectl with `--kubeconfig <kubeconfigPath>` (argv array, no shell). */
@@ -470,7 +472,7 @@ export async function startTestEnv(options: TestEnvOptions = {}): Promise<TestEn
       : { KUBECONFIG: kubeconfigPath };
 
     return {
-      dir, server, kubeconfigPath, kubeconfig, token, ca: certs.ca, etcdEndpoint, binDir, s3, env, kubectl,
+      dir, server, kubeconfigPath, kubeconfig, token, ca: certs.ca, etcdEndpoint, binDir, s3, env, kubectl, ...(minio ? { minio } : {}),
       async createNamespace(name: string) { await mustKubectl(["create", "namespace", name]); },
       stop,
     };
