@@ -33,7 +33,7 @@ export function validateSpec(spec: unknown, context: ValidationContext = { tools
   return dedupe(issues.result());
 }
 
-/** Per step index, the parameters (top-level names) whose values read a declared input. */
+/** Per step index, the parameters (top-level names) whose values read an input with a default. */
 type InputReaders = Map<number, Set<string>>;
 
 function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, readsInputs: InputReaders): void {
@@ -58,6 +58,9 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, r
       issues.error("duplicate_step_id", pointer("steps", i, "stepId"), `stepId "${s.stepId}" is already used by step ${stepIndex.get(s.stepId)}`);
     } else stepIndex.set(s.stepId, i);
   });
+
+  // Inputs whose default checkDefaults tries in the parameters that read them.
+  const withDefault = new Set(inputs.flatMap((inp) => (isObject(inp) && typeof inp.name === "string" && typeof inp.default === "string" ? [inp.name] : [])));
 
   // Inputs: unique names, none equal to a stepId.
   const inputNames = new Map<string, number>();
@@ -158,7 +161,7 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, r
       const ref = segment.ref;
       if (ref.kind === "input") {
         const param = path[3];
-        if (typeof param === "string") { const set = readsInputs.get(i) ?? new Set<string>(); set.add(param); readsInputs.set(i, set); }
+        if (typeof param === "string" && withDefault.has(ref.name)) { const set = readsInputs.get(i) ?? new Set<string>(); set.add(param); readsInputs.set(i, set); }
         if (!inputNames.has(ref.name)) {
           const stepHint = stepIndex.has(ref.name) ? ` (to use step "${ref.name}"'s output write \${${ref.name}.outputFile})` : hint(ref.name, inputNames.keys());
           issues.error("unresolved_reference", where(), `${ref.raw} names no declared input${stepHint}`);
@@ -184,7 +187,7 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, r
  * with the default in place (a file default that leaves the workspace, an output name made
  * of a default that starts with "-", an `args` element that names a host path): what only
  * interpolation reveals, as a run would refuse it at submission (which builds every step).
- * Only those parameters are interpolated and parsed: a tool schema's fields are all optional.
+ * Only those parameters are interpolated, each parsed by its own field schema.
  */
 function checkDefaults(spec: unknown, { tools }: ValidationContext, issues: IssueList, readsInputs: InputReaders): void {
   if (readsInputs.size === 0 || !isObject(spec) || !Array.isArray(spec.steps)) return;
@@ -206,14 +209,17 @@ function checkDefaults(spec: unknown, { tools }: ValidationContext, issues: Issu
     if (!isObject(st) || !isObject(st.parameters) || typeof st.toolName !== "string") continue;
     const tool = tools.get(st.toolName);
     if (!tool || issues.errors.some((e) => e.path === at || e.path.startsWith(`${at}/`))) continue;
-    const part: Json = {};
+    const shape = (tool.inputSchema as unknown as { shape?: Record<string, z.ZodType> }).shape;
     for (const name of params) {
       const { value, unresolved } = interpolate(st.parameters[name], resolver);
-      if (unresolved.length === 0) part[name] = value;
+      if (unresolved.length) continue;
+      // The field's own schema when the tool's is an object (every catalogue tool's is).
+      const parsed = shape?.[name] ? shape[name].safeParse(value) : tool.inputSchema.safeParse({ [name]: value });
+      if (parsed.success) continue;
+      for (const e of zodIssues(parsed.error, shape?.[name] ? ["steps", i, "parameters", name] : ["steps", i, "parameters"])) {
+        issues.error(e.code, e.path, `${name}: ${e.message.replace(/^[^:]*: /, "")} (with the inputs' defaults)`);
+      }
     }
-    const parsed = tool.inputSchema.safeParse(part);
-    if (parsed.success) continue;
-    for (const e of zodIssues(parsed.error, ["steps", i, "parameters"])) issues.error(e.code, e.path, `${e.message} (with the inputs' defaults)`);
   }
 }
 
