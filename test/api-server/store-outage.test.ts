@@ -21,10 +21,12 @@ const store = createS3ObjectStore({
   endpoint: minio.endpoint, bucket: minio.bucket, region: minio.region, forcePathStyle: true,
   credentials: { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey },
 });
-const a = await testApp({ store });
+const a = await testApp({ store, engine: {} });
 t.teardown(() => a.close());
 await a.service.createWorkspace("acme", "ws1");
 const h = { authorization: `Bearer ${await a.key("acme", ["files"], ["ws1"])}` };
+const ht = { authorization: `Bearer ${await a.key("acme", ["tools"], ["ws1"])}` };
+const submission = { workspace_id: "ws1", spec: { steps: [{ stepId: "s", toolName: "samtools", parameters: { command: "flagstat", inputFile: "reads/before-0.fastq" } }] } };
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /** Longest an answer may take while the store is down or frozen; beyond it the request hangs. */
@@ -53,6 +55,7 @@ function outageRequests(round: number, freshKey: Record<string, string>): Array<
     ["upload", () => upload(`during-${round}.fastq`, `@r${round}\nACGT\n+\nIIII\n`)],
     ["download URL", () => a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=reads/before-0.fastq", headers: h })],
     ["an uncached key", () => a.app.inject({ method: "GET", url: "/v1/workspaces", headers: freshKey })],
+    ["a pipeline submission", () => a.app.inject({ method: "POST", url: "/v1/pipelines", headers: ht, payload: submission })],
   ];
 }
 
@@ -110,6 +113,8 @@ t.test("MinIO killed for ~10 s: 503 unavailable with Retry-After; afterwards eve
   before.set("reads/after-kill.fastq", after);
   const listed = (await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=reads/", headers: h })).json().data as Array<{ key: string }>;
   t.notOk(listed.some((f) => f.key.startsWith("reads/during-")), "no upload refused during the outage appears");
+  const runs = await a.app.inject({ method: "GET", url: "/v1/pipelines?workspace_id=ws1", headers: ht });
+  t.strictSame(runs.json().data, [], "no run was created by a submission refused during the outage");
 });
 
 t.test("MinIO frozen (accepts connections, never answers): 503 within a bound, not a hang", async (t) => {
