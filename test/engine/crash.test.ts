@@ -107,6 +107,30 @@ t.test("kill -9 during bwa index: the tool dies with the server, the restart run
   t.equal(manifest.steps[0]?.attempt, 2, "run.json records attempt 2");
   t.strictSame(manifest.steps[0]?.outputFiles.map((o) => (o as { filename: string }).filename).sort(), ["big.fa", "big.fa.amb", "big.fa.ann", "big.fa.bwt", "big.fa.pac", "big.fa.sa"], "the indexed reference and its index, published once");
   t.notOk(existsSync(join(work, "index-1", "work")), "the lost attempt's working directory is gone");
+
+  // The organization at its limit when the server dies: 2 runs × 3 parallel bwa index steps
+  // (5 slots); killed with 5 running; never more than 5 tool processes, before or after.
+  const wide = { steps: ["x", "y", "z"].map((stepId) => ({ stepId, toolName: "bwa", parameters: { command: "index", inputFile: "refs/big.fa", outputFile: `${stepId}.fa` } })) };
+  const runs = await Promise.all([0, 1].map(async () => ((await api("POST", "/v1/pipelines", { workspace_id: "default", spec: wide })).data as { id: string }).id));
+  let peak = 0;
+  const tree5 = await until("5 bwa processes (the organization's limit)", () => {
+    const d = descendants(server?.pid as number);
+    peak = Math.max(peak, d.filter(isTool).length);
+    return d.filter(isTool).length === 5 ? d : undefined;
+  }, 120_000, 50);
+  server?.kill("SIGKILL");
+  await new Promise((r) => server?.once("exit", r));
+  await until("every process of the 5 lost attempts to be gone", () => tree5.every(([pid]) => !alive(pid)), 15_000);
+  await start();
+  const finished = await until("both runs to finish after the restart", async () => {
+    peak = Math.max(peak, descendants(server?.pid as number).filter(isTool).length);
+    const rs = await Promise.all(runs.map(async (id) => (await api("GET", `/v1/pipelines/${id}?workspace_id=default`)).data as { status: string; steps: Array<{ attempt: number }> }));
+    return rs.every((r) => ["completed", "failed", "cancelled"].includes(r.status)) ? rs : undefined;
+  }, 300_000, 100);
+  t.strictSame(finished.map((r) => r.status), ["completed", "completed"]);
+  t.equal(peak, 5, "at most 5 bwa processes of the organization at any moment, before and after the crash");
+  const attempts = finished.flatMap((r) => r.steps.map((st) => st.attempt)).sort();
+  t.strictSame(attempts, [1, 2, 2, 2, 2, 2], "the 5 lost steps ran again as attempt 2, the waiting one once");
   server?.kill("SIGTERM");
   await new Promise((r) => server?.once("exit", r));
 });
