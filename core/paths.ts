@@ -45,12 +45,12 @@ function hostileCharacters(input: string): string | undefined {
   return undefined;
 }
 
-/** UTF-8 length; a string of at most MAX_SEGMENT_BYTES / 3 characters cannot exceed the limit. */
-const utf8Length = (s: string): number => {
-  if (s.length * 3 <= MAX_SEGMENT_BYTES) return s.length;
+/** Whether a segment is longer than MAX_SEGMENT_BYTES in UTF-8 (a short one cannot be: ≤ 3 bytes a UTF-16 unit). */
+const overSegmentLimit = (s: string): boolean => {
+  if (s.length * 3 <= MAX_SEGMENT_BYTES) return false;
   let n = 0;
   for (const ch of s) { const c = ch.codePointAt(0) as number; n += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
-  return n;
+  return n > MAX_SEGMENT_BYTES;
 };
 
 /** Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. */
@@ -66,7 +66,7 @@ export function normalizeWorkspacePath(input: string): PathResult {
     if (s === "." && i === 0) continue;
     if (s === "") return { ok: false, reason: "path has an empty segment" };
     if (s === "." || s === "..") return { ok: false, reason: `path may not contain "${s}" segments` };
-    if (utf8Length(s) > MAX_SEGMENT_BYTES) return { ok: false, reason: `path has a segment longer than ${MAX_SEGMENT_BYTES} bytes` };
+    if (overSegmentLimit(s)) return { ok: false, reason: `path has a segment longer than ${MAX_SEGMENT_BYTES} bytes` };
     // Percent-encoded separators and dot segments are refused too, so that no later
     // decoding (by a proxy, a shell, another tool) can turn them into a way out.
     if (/%(2e|2f|5c|00)/i.test(s)) {
@@ -132,7 +132,7 @@ export function checkStoreKey(key: string): string | undefined {
   for (const [i, s] of segs.entries()) {
     if (s === "" && i === segs.length - 1) continue; // a prefix ending in "/"
     if (s === "" || s === "." || s === "..") return "key has an empty, \".\" or \"..\" segment";
-    if (utf8Length(s) > MAX_SEGMENT_BYTES) return `key has a segment longer than ${MAX_SEGMENT_BYTES} bytes`;
+    if (overSegmentLimit(s)) return `key has a segment longer than ${MAX_SEGMENT_BYTES} bytes`;
   }
   return undefined;
 }
