@@ -146,7 +146,12 @@ export async function publishOutputs(store: ObjectStore, plan: Pick<StepPlan, "r
       const real = i === 0 ? primaries[position] : await producedFile(realDir, dir, path);
       if (!real) continue;
       const key = plan.runRoot + path;
-      const info = await store.put(key, createReadStream(real));
+      const body = createReadStream(real);
+      // A file that vanishes before the upload attaches (a step torn down meanwhile) must fail
+      // this put, not raise an unhandled 'error' event that stops the process; the put still
+      // sees the stream's error.
+      body.on("error", () => undefined);
+      const info = await store.put(key, body);
       outputs.push({ filename: path, key, size: info.size, sha256: info.sha256 as string, ...(i === 0 ? { position } : {}) });
     }
   }
