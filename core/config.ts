@@ -50,6 +50,8 @@ const EnvSchema = z.object({
   OPERON_JOB_TTL_SECONDS: z.coerce.number().int().min(0).default(86_400),
   /** Operator: a finished PipelineRun is deleted this many days after it finished (its files stay in storage). */
   OPERON_RUN_TTL_DAYS: z.coerce.number().positive().max(36_500).default(30),
+  /** Operator: seconds between clean-up sweeps (run TTL, stopped Jobs, finished runs still to label). */
+  OPERON_CLEANUP_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Operator: parallel reconciles. */
   OPERON_OPERATOR_WORKERS: z.coerce.number().int().min(1).max(64).default(8),
   OPERON_LLM_PROVIDER: z.enum(["anthropic", "openai"]).optional(),

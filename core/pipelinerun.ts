@@ -19,7 +19,16 @@ export const LABEL = {
   workspace: "operon.dev/workspace",
   run: "operon.dev/run",
   step: "operon.dev/step",
+  /**
+   * Set (to the final phase) once a run has finished and its final status is written. The
+   * operator watches only runs without it (`ACTIVE_RUNS`), so what it keeps in memory grows
+   * with the runs in progress, not with the history (Argo's `completed` label does the same).
+   */
+  finished: "operon.dev/finished",
 } as const;
+
+/** The label selector of runs that have not finished (the operator's informer). */
+export const ACTIVE_RUNS = `!${LABEL.finished}`;
 
 export const ANNOTATION = {
   /** Creation time with milliseconds (metadata.creationTimestamp has seconds): FIFO order. */

@@ -7,7 +7,7 @@
 import { createServer, type Server } from "node:http";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { Config } from "../core/config.js";
 import type { ObjectStore, StepExecutor } from "../core/ports.js";
 import { createKubeClient, scopedClient, type KubeClient } from "../adapters/kubernetes/client.js";
@@ -86,7 +86,7 @@ export interface OperatorTuning {
   requestTimeoutMs?: number;
   /** A watch silent this long is abandoned and its cache relisted (default 90 s). */
   watchQuietMs?: number;
-  /** Time between full clean-up sweeps (default 60 s). */
+  /** Time between full clean-up sweeps (default OPERON_CLEANUP_INTERVAL_SECONDS). */
   sweepIntervalMs?: number;
   /** The clock of the run TTL (default Date.now). */
   ttlNow?: () => number;
@@ -119,6 +119,9 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
   const leaderGauge = new Gauge({ name: "operon_operator_leader", help: "1 while this replica holds the lease", registers: [registry] });
   const writesGauge = new Gauge({ name: "operon_operator_api_writes", help: "Writes sent to the Kubernetes API by this replica", registers: [registry], collect() { this.set(client.writes()); } });
   void writesGauge;
+  const sweepsCounter = new Counter({ name: "operon_operator_cleanup_sweeps_total", help: "Clean-up sweeps (run TTL, stopped Jobs, labelling finished runs) completed by this replica", registers: [registry] });
+  const cachedRuns = new Gauge({ name: "operon_operator_cached_runs", help: "PipelineRuns in the leading operator's cache (runs in progress; finished runs leave it)", registers: [registry], collect() { this.set(active?.runs.resources().length ?? 0); } });
+  void cachedRuns;
   const quiet = tuning.watchQuietMs ? { quietMs: tuning.watchQuietMs } : {};
 
   async function lead(): Promise<void> {
@@ -137,8 +140,14 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       t.janitor?.runChanged(id);
       t.executor?.forgetRun(id);
     };
-    const runs = createKubeRunStore({ client: c, namespace: ns, onError, events: { component: `operon-operator/${identity}` }, onWritten: ended, ...quiet });
-    const finished = (id: string) => { const p = runs.resource(id)?.status as { phase?: string } | undefined; return FINISHED.has(p?.phase ?? ""); };
+    const runs = createKubeRunStore({ client: c, namespace: ns, onError, events: { component: `operon-operator/${identity}` }, onWritten: ended, activeOnly: true, ...quiet });
+    // The cache holds runs in progress only: once it is synced, a run it does not hold has
+    // finished (retired) or is gone. Before that nothing is known to have finished.
+    const finished = (id: string) => {
+      const res = runs.resource(id);
+      if (!res) return runs.synced();
+      return FINISHED.has((res.status as { phase?: string } | undefined)?.phase ?? "");
+    };
     const executor = createJobExecutor({
       client: c, namespace: ns, store, onError, ...quiet,
       ownerUid: (id) => runs.uidOf(id),
@@ -165,7 +174,8 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       client: c, namespace: ns, runs, jobs: executor.jobs, jobsOfRun: (id) => executor.jobsOfRun(id),
       runTtlMs: config.OPERON_RUN_TTL_DAYS * 86_400_000,
       ...(tuning.ttlNow ? { now: tuning.ttlNow } : {}),
-      ...(tuning.sweepIntervalMs ? { intervalMs: tuning.sweepIntervalMs } : {}),
+      intervalMs: tuning.sweepIntervalMs ?? config.OPERON_CLEANUP_INTERVAL_SECONDS * 1000,
+      onSwept: () => sweepsCounter.inc(),
       onError: (e) => { if (!t.abort.signal.aborted) opts.log(`clean-up: ${errText(e)}`); },
       onDeleted: (kind, name, why) => opts.log(`operator ${identity}: deleted ${kind} ${name}: ${why}`),
     });

@@ -33,6 +33,12 @@ export interface InformerOptions<T extends KubeObject> {
   /** Collection path, e.g. `/apis/batch/v1/namespaces/ns/jobs`. */
   path: string;
   labelSelector?: string;
+  /**
+   * `labelSelector` as a predicate, for objects that reach the cache other than through the
+   * list or the watch (`assume`): one that does not match is not cached, and drops the cached
+   * version it replaces (it left the selection, as a watch would say with DELETED).
+   */
+  accept?: (obj: T) => boolean;
   /** Called with the new object, or the last known one when it was deleted. */
   onChange?: (obj: T) => void;
   /** A watch with no sign of life for this long is abandoned and the cache relisted. */
@@ -152,8 +158,13 @@ export class Informer<T extends KubeObject> {
   assume(written: T): void {
     const obj = this.keep(written);
     const cur = this.cache.get(obj.metadata.name);
-    if (!cur || newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) this.set(obj);
+    if (cur && !newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) return;
+    if (this.opts.accept && !this.opts.accept(obj)) this.remove(obj.metadata.name);
+    else this.set(obj);
   }
+
+  /** Whether the first list is in the cache. */
+  get isSynced(): boolean { return this.relists > 0; }
 
   /** The part of an object the cache keeps. */
   private keep(obj: T): T {

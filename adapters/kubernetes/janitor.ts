@@ -6,12 +6,15 @@
  *    suspended, so the Job controller's TTL never applies to it: it is deleted, with its pods,
  *    once its run has finished and the run's status records the stop (core/pipelinerun.ts
  *    `stopRecorded`). Until then it is what tells the reconciler the step was stopped.
+ *  - A finished run still without the `operon.dev/finished` label (its writer stopped between
+ *    the final status and the label) is labelled, so it leaves the operator's cache.
+ * Finished runs are not in the operator's cache: they are read from the API server a page at
+ * a time (label `operon.dev/finished`), so a sweep holds one page, whatever the history.
  * Deletions carry the object's uid as precondition, so a newer object of the same name is
- * never deleted. Level-triggered: a full sweep of the caches runs after start-up and every
- * `intervalMs`; a run that finishes is looked at at once. A failed delete is tried again
- * by the next sweep.
+ * never deleted. Level-triggered: a full sweep runs after start-up and every `intervalMs`;
+ * a run that finishes is looked at at once. A failed delete is tried again by the next sweep.
  */
-import { ANNOTATION, LABEL, runExpired, stopRecorded } from "../../core/pipelinerun.js";
+import { ANNOTATION, LABEL, runExpired, runFinishedAt, stopRecorded } from "../../core/pipelinerun.js";
 import type { JobObject } from "../../core/jobs.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
 import type { KubeObject } from "./informer.js";
@@ -22,8 +25,8 @@ type Job = JobObject & KubeObject;
 export interface JanitorOptions {
   client: KubeClient;
   namespace: string;
-  /** The run store's cache. */
-  runs: { resource(runId: string): PR | undefined; resources(): PR[] };
+  /** The run store's cache (runs in progress), and how a finished run is labelled finished. */
+  runs: { resource(runId: string): PR | undefined; resources(): PR[]; retire(runId: string): Promise<void> };
   /** The executor's Job cache, and its index of a run's Jobs. */
   jobs: { list(): Job[] };
   jobsOfRun?: (runId: string) => Job[];
@@ -33,6 +36,10 @@ export interface JanitorOptions {
   now?: () => number;
   /** Time between full sweeps (default 60 s). */
   intervalMs?: number;
+  /** Told after each full sweep (for the metrics). */
+  onSwept?: () => void;
+  /** Page size of the listing of finished runs (default 500). */
+  pageSize?: number;
   onError?: (e: unknown) => void;
   /** Told of each deletion (for the log). */
   onDeleted?: (kind: "PipelineRun" | "Job", name: string, why: string) => void;
@@ -93,21 +100,35 @@ export function startJanitor(o: JanitorOptions): Janitor {
   async function sweep(): Promise<void> {
     const t = now();
     const work: Promise<void>[] = [];
-    for (const res of o.runs.resources()) {
+    const expire = (res: PR) => {
       if (runExpired(res, t, o.runTtlMs)) work.push(remove("PipelineRun", res.metadata.name, res.metadata.uid, `finished more than ${Math.round(o.runTtlMs / 1000)} s ago`));
-    }
+    };
     const stoppedJobs = new Map<string, Job[]>();
     for (const j of o.jobs.list()) {
       const r = runOfJob(j);
       if (!r || !j.metadata.annotations?.[ANNOTATION.stopped]) continue;
       stoppedJobs.set(r, [...(stoppedJobs.get(r) ?? []), j]);
     }
-    for (const [r, jobs] of stoppedJobs) {
-      const res = o.runs.resource(r);
-      if (res) work.push(...removeStopped(res, jobs));
+    const stoppedOf = (res: PR) => {
+      const jobs = stoppedJobs.get(res.metadata.name);
+      if (jobs) { stoppedJobs.delete(res.metadata.name); work.push(...removeStopped(res, jobs)); }
+    };
+    for (const res of o.runs.resources()) {
+      expire(res);
+      stoppedOf(res);
+      if (runFinishedAt(res) !== undefined) work.push(o.runs.retire(res.metadata.name).catch((e: unknown) => { if (!stopped) o.onError?.(e); }));
     }
+    // The finished runs, a page at a time (none of them is in the cache once retired).
+    let cont: string | undefined;
+    do {
+      if (stopped) break;
+      const page = await o.client.request<{ metadata: { continue?: string }; items: PR[] }>("GET", paths.pipelineRuns(o.namespace), { query: { labelSelector: LABEL.finished, limit: o.pageSize ?? 500, continue: cont } });
+      for (const res of page.items) { expire(res); stoppedOf(res); }
+      cont = page.metadata.continue || undefined;
+    } while (cont);
     await Promise.all(work);
     sweeps++;
+    o.onSwept?.();
   }
 
   let running: Promise<void> | undefined;

@@ -6,9 +6,14 @@
  * subresource; a conflict re-reads the object and applies the change again. A listing of a
  * workspace looks only at that workspace's runs (an index of the informer cache) and copies
  * only the runs it returns.
+ *
+ * The operator's store keeps only runs in progress (`activeOnly`): once a run's final status
+ * is written it is labelled finished (`retire`) and leaves the watched selection, so an idle
+ * operator's memory does not grow with the runs it has finished. Reads of a finished run go
+ * to the API server.
  */
 import { EventEmitter } from "node:events";
-import { conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/pipelinerun.js";
+import { ACTIVE_RUNS, LABEL, conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/pipelinerun.js";
 import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
 import { compareRunPositions, matchesRunFilter } from "../../core/run-order.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
@@ -42,6 +47,13 @@ export interface KubeRunStore extends RunStore {
   resources(): PR[];
   /** Entries of the per-run parse cache (tests: pruned when a run is deleted). */
   parsedCount(): number;
+  /** Whether the first list is in the cache (before it, a run not cached may still exist). */
+  synced(): boolean;
+  /**
+   * Labels a finished run finished (idempotent; a run that has not finished is left alone).
+   * With `activeOnly` it then leaves this store's cache.
+   */
+  retire(runId: string): Promise<void>;
 }
 
 export interface KubeRunStoreOptions {
@@ -63,6 +75,11 @@ export interface KubeRunStoreOptions {
    * is how the writer learns, e.g., that a run it just finished has finished.
    */
   onWritten?: (runId: string) => void;
+  /**
+   * Cache only runs that have not finished (the `ACTIVE_RUNS` selector), and retire each run
+   * this store finishes. The operator's store does; the api-server's lists every run.
+   */
+  activeOnly?: boolean;
 }
 
 /** JSON with object keys sorted: the API server returns fields in its own order. */
@@ -78,8 +95,10 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   events.setMaxListeners(100);
   /** Operations on one run are serialized in this process. */
   const serial = keyedSerializer();
+  const isActive = (res: PR) => res.metadata.labels?.[LABEL.finished] === undefined;
   const informer = new Informer<PR>({
     client, path: base,
+    ...(opts.activeOnly ? { labelSelector: ACTIVE_RUNS, accept: isActive } : {}),
     indexBy: (obj) => scopeKey(specText(obj, "organization"), specText(obj, "workspace")),
     onChange: (obj) => {
       if (!informer.get(obj.metadata.name)) parsed.delete(obj.metadata.name); // deleted
@@ -104,6 +123,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   const parsed = new Map<string, { rv: string | undefined; run: RunRecord }>();
   /** The cached parse of a resource: shared, never handed out (toRun copies it). */
   const parsedOf = (res: PR): RunRecord => {
+    if (informer.get(res.metadata.name) === undefined) return resourceToRun(res); // not cached: nor is its parse
     const hit = parsed.get(res.metadata.name);
     if (hit && hit.rv !== undefined && hit.rv === res.metadata.resourceVersion) return hit.run;
     const run = resourceToRun(res);
@@ -118,6 +138,22 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   }
 
   const statusJson = (res: PR) => canonicalJson(res.status ?? {});
+  const finalPhase = (res: PR): string | undefined => {
+    const phase = (res.status as { phase?: unknown } | undefined)?.phase;
+    return typeof phase === "string" && ["completed", "failed", "cancelled"].includes(phase) ? phase : undefined;
+  };
+
+  async function retire(res: PR): Promise<void> {
+    const phase = finalPhase(res);
+    if (!phase || !isActive(res)) return;
+    try {
+      const patched = await client.request<PR>("PATCH", `${base}/${encodeURIComponent(res.metadata.name)}`, { patch: "merge", body: { metadata: { labels: { [LABEL.finished]: phase } } } });
+      informer.assume(patched);
+      if (!informer.get(res.metadata.name)) parsed.delete(res.metadata.name);
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
 
   /** A Normal/Warning Event for a run's phase change; best effort, never fails the update. */
   function recordEvent(res: PR, from: RunRecord, to: RunRecord): void {
@@ -144,6 +180,11 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     resource: (id) => informer.get(id),
     resources: () => informer.list(),
     parsedCount: () => parsed.size,
+    synced: () => informer.isSynced,
+    retire: async (id) => {
+      const res = informer.get(id) ?? (await fetch(id));
+      if (res) await serial(id, () => retire(res));
+    },
 
     async create(run) {
       const created = await client.request<PR>("POST", base, { body: runToResource(run, namespace) });
@@ -191,6 +232,8 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
             recordEvent(patched, cur, next);
             res = patched;
             try { opts.onWritten?.(id); } catch (e) { opts.onError?.(e); }
+            // Finished: out of the operator's cache. A failure is caught up by the janitor's sweep.
+            if (opts.activeOnly) await retire(patched).catch((e: unknown) => opts.onError?.(e));
           }
           return toRun(res);
         } catch (e) {

@@ -279,11 +279,21 @@ t.test("clean-up: stopped Jobs after the stop is recorded, PipelineRuns past the
     const empty = await until("every per-run cache empty", () => { const c = perRun(); return Object.values(c).every((v) => v === 0) ? c : undefined; }, 30_000).catch(() => undefined);
     t.ok(empty, `nothing kept per finished run: ${JSON.stringify(perRun())}`);
     t.ok(Object.keys(empty ?? {}).length >= 10, "the executor's, the controller's and the reconciler's caches are all reported");
-    t.ok((op.cacheSizes()?.["runStore.parsed"] ?? 0) > 0, "the run store's parse cache holds the runs that exist");
-    // Past the TTL every finished run goes; so does what the store parsed of them.
+    // Finished runs leave the operator's cache: each is labelled with its final phase.
+    const all = [...ids, failing.id, cancelled.id];
+    await until("the finished runs out of the operator's cache", () => (op.runs()?.resources().length ?? 1) === 0, 30_000);
+    t.equal(op.cacheSizes()?.["runStore.parsed"], 0, "and out of its parse cache");
+    const labelled = async () => (await s.client.request<{ items: KubeObject[] }>("GET", paths.pipelineRuns(s.ns), { query: { labelSelector: "operon.dev/finished" } })).items;
+    const phases = new Map((await labelled()).map((r) => [r.metadata.name, r.metadata.labels?.["operon.dev/finished"]]));
+    t.ok(all.every((id) => phases.has(id)), "every finished run is labelled finished");
+    t.equal(phases.get(failing.id), "failed");
+    t.equal(phases.get(cancelled.id), "cancelled");
+    t.equal(phases.get(ids[0] as string), "completed");
+    t.equal((await op.runs()?.get(failing.id))?.status, "failed", "a finished run is still read by the operator's store (from the API server)");
+    t.equal(op.runs()?.resources().length, 0, "without coming back into its cache");
+    // Past the TTL every finished run goes (the janitor lists them from the API server).
     offset = 31 * DAY;
-    await until("every finished run deleted", () => (op.runs()?.resources().length ?? 1) === 0, 30_000);
-    await until("the parse cache empty", () => op.cacheSizes()?.["runStore.parsed"] === 0);
+    await until("every finished run deleted", async () => (await labelled()).length === 0, 30_000);
     // (The deletions' answers may arrive after their watch events: wait for them to settle.)
     const after = await until("deletions settled", () => { const c = perRun(); return Object.values(c).every((v) => v === 0) ? c : undefined; }).catch(() => perRun());
     t.same(after, Object.fromEntries(Object.keys(after).map((k) => [k, 0])), "still nothing kept per run");
