@@ -3,7 +3,7 @@
 # and the `operon stage-in` / `operon stage-out` helpers of step pods. Production
 # dependencies only; runs as a non-root user and works with a read-only root filesystem
 # (it writes only to /tmp, mounted as an emptyDir by the chart).
-ARG NODE_IMAGE=node:20.20-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # 1. Compile TypeScript to dist/ (dev dependencies live only in this stage).
 FROM ${NODE_IMAGE} AS build
@@ -13,6 +13,7 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY core core
 COPY adapters adapters
+COPY engine engine
 COPY operator operator
 COPY api-server api-server
 COPY cli cli

@@ -2,6 +2,14 @@
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.install-stamp
 
+# Node.js 24 LTS for every target: the machine's own when new enough, else a pinned Node 24
+# fetched once from the npm registry into ~/.cache/operon (scripts/node.sh).
+NODE_BIN := $(shell bash scripts/node.sh)
+ifeq ($(NODE_BIN),)
+$(error could not provide Node.js 24: see the message above, or install Node.js 24 or newer)
+endif
+export PATH := $(NODE_BIN):$(PATH)
+
 .PHONY: install build lint typecheck test test-deps run bench bench-sandbox clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
@@ -10,8 +18,7 @@ DEBIAN_TOOLS := samtools bcftools tabix bwa bowtie2 hisat2 bedtools fastqc trimm
 TOOL_BINARIES := bwrap samtools bcftools tabix bgzip bwa bowtie2 bowtie2-build hisat2 hisat2-build bedtools fastqc TrimmomaticPE TrimmomaticSE PicardCommandLine minimap2 wgsim
 
 check-node:
-	@command -v node >/dev/null || { echo "Node.js 20 or newer is required (apt-get install nodejs, or nodesource)"; exit 1; }
-	@node -e 'const [M]=process.versions.node.split(".").map(Number); if (M < 20) { console.error("Node.js >= 20 required, found " + process.versions.node); process.exit(1) }'
+	@node -e 'const [M]=process.versions.node.split(".").map(Number); if (M < 24) { console.error("Node.js >= 24 required, found " + process.versions.node); process.exit(1) }'
 
 $(NPM_STAMP): package.json package-lock.json | check-node
 	npm ci --no-fund --no-audit
@@ -27,7 +34,7 @@ debian-tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_TOOLS) >/dev/null; \
 	fi
 
-# The PipelineRun CRD, generated from the zod schemas in core/pipelinerun.ts (a test fails when stale).
+# The PipelineRun CRD, generated from the zod schemas in core/kubernetes/pipelinerun.ts (a test fails when stale).
 crds: install
 	npx tsx scripts/gen-crds.ts
 
@@ -40,9 +47,14 @@ chart-docs: install
 test-deps:
 	@bash scripts/test-deps.sh
 
-build: install
+# dist/ is rebuilt only when a source changed (`./operon` calls this before each command).
+SOURCES := $(shell find core engine adapters operator api-server cli -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
+dist/.build-stamp: $(NPM_STAMP) $(SOURCES)
 	npx tsc -p tsconfig.build.json
 	@chmod +x dist/cli/main.js
+	@touch $@
+
+build: dist/.build-stamp
 
 lint: install
 	npx eslint --max-warnings=0 .

@@ -36,7 +36,7 @@ export default tseslint.config(
         patterns: [
           { group: ["@kubernetes/*", "@aws-sdk/*", "fastify", "fastify*", "@fastify/*", "prom-client", "pino"],
             message: "core/ is pure: no I/O libraries (put it in adapters/)." },
-          { group: ["**/adapters/**", "**/api-server/**", "**/operator/**", "**/cli/**"],
+          { group: ["**/adapters/**", "**/engine/**", "**/api-server/**", "**/operator/**", "**/cli/**"],
             message: "core/ may not depend on the outer layers." },
         ],
       }],

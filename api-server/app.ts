@@ -15,7 +15,7 @@ import { Authenticator, type AuthContext } from "./auth.js";
 import { ApiError, clientDetails, clientMessage } from "./errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { loggerOptions } from "./logging.js";
-import type { Scope, ServiceStore } from "./stores.js";
+import type { Scope, ServiceStore } from "../engine/service-store.js";
 import { conversationRoutes } from "./routes/conversations.js";
 import { fileRoutes } from "./routes/files.js";
 import { storageRoutes } from "./routes/storage.js";
@@ -23,7 +23,7 @@ import { systemRoutes } from "./routes/system.js";
 import { workspaceRoutes } from "./routes/workspaces.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
 import { toolRoutes } from "./routes/tools.js";
-import type { Engine } from "./engine.js";
+import type { Engine } from "../engine/engine.js";
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &

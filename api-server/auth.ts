@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../core/ports.js";
 import { ApiError } from "./errors.js";
-import { KEY_PATTERN, hashKey, type KeyRecord, type Scope, type ServiceStore, type WorkspaceRecord } from "./stores.js";
+import { KEY_PATTERN, hashKey, type KeyRecord, type Scope, type ServiceStore, type WorkspaceRecord } from "../engine/service-store.js";
 
 export interface AuthContext {
   keyId: string;

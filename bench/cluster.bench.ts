@@ -24,7 +24,7 @@
  *     300 runs/min; dependent-step latency as in (b) and (b′), and how far behind the last
  *     run finished (BENCH_STEADY_RUNS, BENCH_STEADY_RATE change it).
  * Baseline, same control plane, before and after (a): a direct client creates the same
- * 2,500 Jobs (core/jobs.ts buildJob, same template) and completes each exactly like the
+ * 2,500 Jobs (core/kubernetes/jobs.ts buildJob, same template) and completes each exactly like the
  * simulator (output upload + status patch), 50 at a time (10 orgs × limit 5, the most Jobs
  * the operator may have active), no operator: expressed as equivalent runs/min (÷ 5).
  * Writes its section of bench/RESULTS.md (only with the default set-up). Run: `make bench`
@@ -46,14 +46,15 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseConfig, type Config } from "../core/config.js";
 import { ulid } from "../core/ids.js";
-import { buildJob } from "../core/jobs.js";
-import { jobName } from "../core/pipelinerun.js";
+import { buildJob } from "../core/kubernetes/jobs.js";
+import { jobName } from "../core/kubernetes/pipelinerun.js";
 import { stepTimeoutMs } from "../core/plan.js";
 import type { ObjectStore, RunRecord } from "../core/ports.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { buildInvocation, defaultCatalogue } from "../core/tools/index.js";
-import { createStore } from "../api-server/server.js";
-import { createClusterEngine, stepStorageEnv } from "../operator/cluster.js";
+import { createStore } from "../engine/runtime.js";
+import { stepStorageEnv } from "../operator/cluster.js";
+import { createClusterEngine } from "../engine/runtime.js";
 import { createKubeClient, paths } from "../adapters/kubernetes/client.js";
 import { completeJob, startJobSimulator } from "../test/support/job-sim.js";
 import { K8S_VERSION, startTestEnv, type TestEnv } from "../test/support/k8s-env.js";
@@ -624,7 +625,7 @@ Measured ${new Date().toISOString().slice(0, 10)} on ${cores} × ${cpus()[0]?.mo
 | CPU seconds during the drain (of ${f1((cores * drainMs) / 1000)} available) | operator ${f1(cpuDelta("operator"))}, kube-apiserver ${f1(cpuDelta("kube-apiserver"))}, etcd ${f1(cpuDelta("etcd"))}, MinIO ${f1(cpuDelta("minio"))}, bench process (submits, simulator, run watch) ${f1(cpuDelta("bench"))}; all ${f1(cpuTotal)} | — |
 | (f) steady load at the target rate: ${int(STEADY_RUNS)} more runs of the same DAG submitted one by one, evenly spaced at ${int(STEADY_PER_MIN)} runs/min (achieved ${int(steadyPace)}/min) over the same ${ORGS.length} organizations; the last run completed ${f1(steadyLagMs / 1000)} s after the last submit | dependent-step latency (as (b)): p50 ${int(pct(steadyDep, 50))} ms, **p99 ${int(pct(steadyDep, 99))} ms** (target ≤ 1,000 ms), max ${int(Math.max(...steadyDep))} ms; as the operator measures it: free slot ${groupText(steadyFree)}; waited ${groupText(steadyWaited)} | CPU seconds meanwhile (of ${f1((cpus().length * (lastSubmit - ts0 + steadyLagMs)) / 1000)} available): all ${f1(steadyCpuAll)}, kube-apiserver ${f1(steadyCpu("kube-apiserver"))}, operator ${f1(steadyCpu("operator"))} |
 
-How measured: the simulator completes each step Job as soon as its watch shows it (output upload to MinIO, then a Complete status patch), so a step takes only the control plane's and the operator's time. A run's completedAt is the operator's (ms); (b) uses the simulator's clock at both ends, so it covers the completion reaching the operator's watch, its work queue, the reconcile (outputs read from MinIO, plan, admission under the org limit, Job create) and the new Job reaching the simulator's watch. (b′) is the operator's own histogram between the same two moments (bucketed, so p50/p99 are given as the bucket they fall in): its clock at both ends, from the parent's end reaching its Job watch to the child's create acknowledged, and "waited" when the child was first found ready with no slot free for it. (f) submits at an even pace instead of all at once and measures as (b) and (b′). (c) counts the operator's writes from just before the first submit to the last run seen completed (Jobs, PipelineRun status, Events, the Lease). The baseline creates the same Jobs (core/jobs.ts buildJob, same template) and completes them like the simulator, ${BASELINE_LANES} at a time (${ORGS.length} orgs × limit ${LIMIT}, the most the operator may run at once), with no operator and no PipelineRuns, before and after (a); ${int(RUNS * STEPS)} Jobs ÷ ${STEPS} steps gives its runs/min. Every client uses the admin token (system:masters, exempt from API Priority and Fairness): nothing is throttled. ${int(burstJobs.length)} Jobs for ${int(RUNS * STEPS)} steps, ${retried} retried.${simErrors.length ? ` Simulator errors: ${simErrors.length} (first: ${simErrors[0]}).` : ""}${maxActiveWarm > LIMIT ? ` Warm-up org exceeded the limit: ${maxActiveWarm}.` : ""}
+How measured: the simulator completes each step Job as soon as its watch shows it (output upload to MinIO, then a Complete status patch), so a step takes only the control plane's and the operator's time. A run's completedAt is the operator's (ms); (b) uses the simulator's clock at both ends, so it covers the completion reaching the operator's watch, its work queue, the reconcile (outputs read from MinIO, plan, admission under the org limit, Job create) and the new Job reaching the simulator's watch. (b′) is the operator's own histogram between the same two moments (bucketed, so p50/p99 are given as the bucket they fall in): its clock at both ends, from the parent's end reaching its Job watch to the child's create acknowledged, and "waited" when the child was first found ready with no slot free for it. (f) submits at an even pace instead of all at once and measures as (b) and (b′). (c) counts the operator's writes from just before the first submit to the last run seen completed (Jobs, PipelineRun status, Events, the Lease). The baseline creates the same Jobs (core/kubernetes/jobs.ts buildJob, same template) and completes them like the simulator, ${BASELINE_LANES} at a time (${ORGS.length} orgs × limit ${LIMIT}, the most the operator may run at once), with no operator and no PipelineRuns, before and after (a); ${int(RUNS * STEPS)} Jobs ÷ ${STEPS} steps gives its runs/min. Every client uses the admin token (system:masters, exempt from API Priority and Fairness): nothing is throttled. ${int(burstJobs.length)} Jobs for ${int(RUNS * STEPS)} steps, ${retried} retried.${simErrors.length ? ` Simulator errors: ${simErrors.length} (first: ${simErrors[0]}).` : ""}${maxActiveWarm > LIMIT ? ` Warm-up org exceeded the limit: ${maxActiveWarm}.` : ""}
 <!-- cluster:end -->`;
   process.stdout.write(section + "\n");
   if (profile) process.stdout.write(profile + "\n");

@@ -23,7 +23,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import type * as EngineModule from "../api-server/engine.js";
+import type * as EngineModule from "../engine/engine.js";
 import type * as ToolsModule from "../core/tools/index.js";
 import type * as ObjectStoreModule from "../adapters/local/object-store.js";
 import type * as RunStoreModule from "../adapters/local/run-store.js";
@@ -34,9 +34,9 @@ import type { ToolDefinition } from "../core/tools/index.js";
 
 // Measure the compiled JavaScript that `operon` runs (make build), not the TypeScript loader's output.
 const dist = new URL("../dist/", import.meta.url);
-if (!existsSync(new URL("api-server/engine.js", dist))) throw new Error("run `make build` first (bench measures dist/)");
+if (!existsSync(new URL("engine/engine.js", dist))) throw new Error("run `make build` first (bench measures dist/)");
 const load = async <T>(p: string) => (await import(new URL(p, dist).href)) as T;
-const { createEngine } = await load<typeof EngineModule>("api-server/engine.js");
+const { createEngine } = await load<typeof EngineModule>("engine/engine.js");
 const { BUILTIN_TOOLS, createCatalogue } = await load<typeof ToolsModule>("core/tools/index.js");
 const { createLocalObjectStore } = await load<typeof ObjectStoreModule>("adapters/local/object-store.js");
 const { createLocalRunStore } = await load<typeof RunStoreModule>("adapters/local/run-store.js");

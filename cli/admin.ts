@@ -4,8 +4,8 @@
  */
 import { parseArgs } from "node:util";
 import { parseConfig } from "../core/config.js";
-import { createRuntime } from "../api-server/server.js";
-import { SCOPES, type Scope } from "../api-server/stores.js";
+import { createRuntime } from "../engine/runtime.js";
+import { SCOPES, type Scope } from "../engine/service-store.js";
 import type { CliIO } from "./validate.js";
 
 async function runtime(env: NodeJS.ProcessEnv) {

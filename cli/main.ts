@@ -61,7 +61,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         const { parseConfig } = await import("../core/config.js");
         const c = parseConfig({ ...process.env, OPERON_MODE: process.env.OPERON_MODE ?? "cluster" });
         if (!c.ok) { io.err(`operon operator: ${c.message}`); return 2; }
-        const { createStore } = await import("../api-server/server.js");
+        const { createStore } = await import("../engine/runtime.js");
         const { startOperator } = await import("../operator/cluster.js");
         // OPERON_POD_NAME (the downward API in the chart) names this replica in the Lease and on its Jobs.
         const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out, ...(process.env.OPERON_POD_NAME ? { identity: process.env.OPERON_POD_NAME } : {}) });

@@ -16,7 +16,7 @@ import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { parseConfig } from "../core/config.js";
 import type { StepOutput } from "../core/ports.js";
-import { createStore } from "../api-server/server.js";
+import { createStore } from "../engine/runtime.js";
 import { parseStepPlan, publishOutputs, stageInputs, STEP_PLAN_ENV, type StepPlan } from "../adapters/staging.js";
 import type { CliIO } from "./validate.js";
 

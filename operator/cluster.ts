@@ -1,31 +1,29 @@
 /**
- * Cluster mode, assembled: the operator process (`operon operator`) and the api-server's
- * engine when OPERON_MODE=cluster. Both use the same engine as embedded mode with the
- * Kubernetes adapters: PipelineRuns as the run store, Jobs as the executor. Only the leader
- * of the operator replicas reconciles; the api-server never does (it submits, reads, cancels).
+ * The operator process (`operon operator`): the same engine as embedded mode with the
+ * Kubernetes adapters — PipelineRuns as the run store, Jobs as the executor — plus what only
+ * a controller needs: leader election (only the Lease holder reconciles), clean-up, and its
+ * health and metrics endpoint. The api-server's cluster-mode engine, which never reconciles,
+ * is in engine/runtime.ts.
  */
 import { createServer, type Server } from "node:http";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { Config } from "../core/config.js";
-import type { ObjectStore, StepExecutor } from "../core/ports.js";
+import type { ObjectStore } from "../core/ports.js";
 import { createKubeClient, scopedClient, type KubeClient } from "../adapters/kubernetes/client.js";
 import { createKubeRunStore, type KubeRunStore } from "../adapters/kubernetes/run-store.js";
 import { createJobExecutor, type KubeJobExecutor } from "../adapters/kubernetes/job-executor.js";
 import { LeaderElector } from "../adapters/kubernetes/leader.js";
 import { startJanitor, type Janitor } from "../adapters/kubernetes/janitor.js";
-import { controllerCacheSizes } from "./controller.js";
-import { reconcilerCacheSizes } from "./reconciler.js";
-import { createEngine, type Engine } from "../api-server/engine.js";
+import { controllerCacheSizes } from "../engine/controller.js";
+import { reconcilerCacheSizes } from "../engine/reconciler.js";
+import { createEngine, type Engine } from "../engine/engine.js";
+import type { ClusterEngineOptions } from "../engine/runtime.js";
 
 export const LEASE_NAME = "operon-operator";
 
-export interface ClusterOptions {
-  /** Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster). */
-  kubeconfig?: string;
-  log: (msg: string) => void;
-}
+export type ClusterOptions = ClusterEngineOptions;
 
 /** Storage settings the step helpers need; credentials come from a Secret, never from here. */
 export function stepStorageEnv(config: Config): Record<string, string> {
@@ -38,25 +36,6 @@ export function stepStorageEnv(config: Config): Record<string, string> {
     S3_FORCE_PATH_STYLE: String(config.S3_FORCE_PATH_STYLE),
     ...(endpoint ? { S3_ENDPOINT: endpoint } : {}),
   };
-}
-
-/** A StepExecutor for the api-server, which never runs steps: it only has logs in storage. */
-const readOnlyExecutor: StepExecutor = {
-  runtime: "container",
-  submit: () => Promise.reject(new Error("the api-server does not run steps in cluster mode")),
-  observe: () => Promise.resolve(new Map()),
-  kill: () => Promise.resolve(),
-  watch: () => () => undefined,
-  logs: () => Promise.resolve(undefined),
-};
-
-/** The api-server's engine in cluster mode: PipelineRuns in, PipelineRuns out. */
-export async function createClusterEngine(config: Config, store: ObjectStore, opts: ClusterOptions): Promise<{ engine: Engine; runs: KubeRunStore; client: KubeClient; stop(): Promise<void> }> {
-  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE });
-  const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
-  await runs.start();
-  const engine = createEngine({ runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, log: opts.log });
-  return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); client.close(); } };
 }
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -4,7 +4,7 @@
  *    its files stay in object storage, and its Jobs go with it (owner references).
  *  - A step Job stopped by the operator (cancel, timeout, a pod that cannot start) is only
  *    suspended, so the Job controller's TTL never applies to it: it is deleted, with its pods,
- *    once its run has finished and the run's status records the stop (core/pipelinerun.ts
+ *    once its run has finished and the run's status records the stop (core/kubernetes/pipelinerun.ts
  *    `stopRecorded`). Until then it is what tells the reconciler the step was stopped.
  *  - A finished run still without the `operon.dev/finished` label (its writer stopped between
  *    the final status and the label) is labelled, so it leaves the operator's cache.
@@ -14,8 +14,8 @@
  * never deleted. Level-triggered: a full sweep runs after start-up and every `intervalMs`;
  * a run that finishes is looked at at once. A failed delete is tried again by the next sweep.
  */
-import { ANNOTATION, LABEL, runExpired, runFinishedAt, stopRecorded } from "../../core/pipelinerun.js";
-import type { JobObject } from "../../core/jobs.js";
+import { ANNOTATION, LABEL, runExpired, runFinishedAt, stopRecorded } from "../../core/kubernetes/pipelinerun.js";
+import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
 import type { KubeObject } from "./informer.js";
 import type { PR } from "./run-store.js";

@@ -1,6 +1,6 @@
 /**
  * Cluster mode's StepExecutor: one `batch/v1` Job per step attempt (DESIGN §4). What a Job
- * looks like and what its state means is decided in core/jobs.ts; this adapter creates Jobs
+ * looks like and what its state means is decided in core/kubernetes/jobs.ts; this adapter creates Jobs
  * (AlreadyExists counts as done), watches Jobs and their pods through supervised informers,
  * stops Jobs by annotating and suspending them (the record stays, so a stopped step is never
  * mistaken for one that never started), reads outputs from the stage-out helper's
@@ -11,8 +11,8 @@
  * finished run's Jobs out of the indexes) or when the Job is deleted.
  */
 import { EventEmitter } from "node:events";
-import { buildJob, jobActive, jobForCache, jobStep, observeJob, podForCache, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/jobs.js";
-import { ANNOTATION, LABEL } from "../../core/pipelinerun.js";
+import { buildJob, jobActive, jobForCache, jobStep, observeJob, podForCache, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
+import { ANNOTATION, LABEL } from "../../core/kubernetes/pipelinerun.js";
 import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepOutput } from "../../core/ports.js";
 import { defaultCatalogue, type ToolCatalogue } from "../../core/tools/index.js";
 import { isAlreadyExists, isNotFound, KubeError, paths, type KubeClient } from "./client.js";
@@ -25,7 +25,7 @@ export interface JobExecutorOptions {
   client: KubeClient;
   namespace: string;
   store: ObjectStore;
-  /** Everything of the Job template but the step (core/jobs.ts JobTemplateOptions). */
+  /** Everything of the Job template but the step (core/kubernetes/jobs.ts JobTemplateOptions). */
   template: Omit<JobTemplateOptions, "namespace" | "toolImage" | "owner">;
   /** The PipelineRun's uid for owner references (from the run store's cache). */
   ownerUid?: (runId: string) => string | undefined;

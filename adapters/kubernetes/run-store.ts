@@ -13,7 +13,7 @@
  * to the API server.
  */
 import { EventEmitter } from "node:events";
-import { ACTIVE_RUNS, LABEL, conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/pipelinerun.js";
+import { ACTIVE_RUNS, LABEL, conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/kubernetes/pipelinerun.js";
 import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
 import { compareRunPositions, matchesRunFilter } from "../../core/run-order.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { normalizeWorkspacePath } from "../../core/paths.js";
 import { ApiError, badRequest } from "../errors.js";
 import type { AuthContext } from "../auth.js";
-import type { WorkspaceRecord } from "../stores.js";
+import type { WorkspaceRecord } from "../../engine/service-store.js";
 
 export const workspaceRoot = (ws: Pick<WorkspaceRecord, "organization" | "id">) => `orgs/${ws.organization}/workspaces/${ws.id}/`;
 

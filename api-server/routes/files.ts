@@ -12,7 +12,7 @@ import { z } from "zod";
 import { normalizeWorkspacePath } from "../../core/paths.js";
 import { StoreError, type ObjectInfo } from "../../core/ports.js";
 import { ApiError, badRequest } from "../errors.js";
-import type { WorkspaceRecord } from "../stores.js";
+import type { WorkspaceRecord } from "../../engine/service-store.js";
 import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
 
 export const DOWNLOAD_URL_SECONDS = 3600;

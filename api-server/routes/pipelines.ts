@@ -16,8 +16,8 @@ import { RUN_ID } from "../../core/ids.js";
 import { positionOf } from "../../core/run-order.js";
 import { tailObject, lastLines } from "../log-tail.js";
 import { ApiError, badRequest } from "../errors.js";
-import type { Engine } from "../engine.js";
-import type { WorkspaceRecord } from "../stores.js";
+import type { Engine } from "../../engine/engine.js";
+import type { WorkspaceRecord } from "../../engine/service-store.js";
 import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
 
 export function runView(run: RunRecord) {

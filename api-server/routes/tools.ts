@@ -16,7 +16,7 @@ import { stepTimeoutMs } from "../../core/plan.js";
 import { StoreError } from "../../core/ports.js";
 import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../../core/tools/index.js";
 import { ApiError } from "../errors.js";
-import type { Engine } from "../engine.js";
+import type { Engine } from "../../engine/engine.js";
 import { requireAuth, workspaceRoot } from "./common.js";
 
 const OUTPUT_CAP = 64 * 1024;

@@ -6,7 +6,7 @@
  *    apply in a namespace that enforces the restricted Pod Security Standard, without a warning;
  *  - least privilege and pod security read from the rendered objects, and the RBAC checked
  *    with `kubectl auth can-i` after a real apply;
- *  - step pods (selected by the labels core/jobs.ts gives them, as the API server selects):
+ *  - step pods (selected by the labels core/kubernetes/jobs.ts gives them, as the API server selects):
  *    a NetworkPolicy with no ingress and egress only to DNS and the object store;
  *  - the chart's CRD is crds/pipelinerun.yaml (no drift);
  *  - an install: the rendered chart applied for real, then the api-server and the operator run
@@ -25,10 +25,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import { parseConfig } from "../../core/config.js";
-import { buildJob, type JobObject } from "../../core/jobs.js";
-import { LABEL } from "../../core/pipelinerun.js";
+import { buildJob, type JobObject } from "../../core/kubernetes/jobs.js";
+import { LABEL } from "../../core/kubernetes/pipelinerun.js";
 import type { StepTask } from "../../core/ports.js";
-import { createStore } from "../../api-server/server.js";
+import { createStore } from "../../engine/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { buildImageTree, runtimeEnv } from "../support/image-tree.js";
 import { startJobSimulator } from "../support/job-sim.js";
@@ -142,7 +142,7 @@ function selectorString(selector: LabelSelector): string {
   return parts.join(",");
 }
 
-/** A step pod template as the operator makes it (core/jobs.ts), for a run of organization acme. */
+/** A step pod template as the operator makes it (core/kubernetes/jobs.ts), for a run of organization acme. */
 const stepTask: StepTask = {
   runId: "run-01jz0000000000000000000000", organization: "acme", stepId: "align", attempt: 1, toolName: "bwa",
   invocation: { argv: ["bwa", "mem", "ref.fa", "r1.fq"], stdout: "out.sam", inputs: [{ param: "inputFile", source: "reads/r1.fq", local: "r1.fq" }], outputs: [{ path: "out.sam", secondary: [] }], mkdirs: [] },
@@ -400,7 +400,7 @@ t.test("step pods: a NetworkPolicy, on by default, lets them reach only DNS and 
       if (!policy) return;
       const { spec } = policy;
       t.strictSame(spec.podSelector, { matchExpressions: [{ key: LABEL.run, operator: "Exists" }, { key: LABEL.step, operator: "Exists" }] },
-        "it selects pods by the labels core/jobs.ts puts on every step pod, whatever their values");
+        "it selects pods by the labels core/kubernetes/jobs.ts puts on every step pod, whatever their values");
       t.ok(selects(spec.podSelector, otherStep), "the step pod of another run, organization, step and attempt too");
       for (const d of ofKind<Deployment>(docs, "Deployment")) t.notOk(selects(spec.podSelector, d.spec.template.metadata.labels ?? {}), `not the ${d.metadata.name} pods`);
       t.notOk(selects(spec.podSelector, notAStep), `not a pod without ${LABEL.step}`);

@@ -9,7 +9,7 @@
 import t from "tap";
 import { EventEmitter } from "node:events";
 import { z } from "zod";
-import { createEngine } from "../../api-server/engine.js";
+import { createEngine } from "../../engine/engine.js";
 import { BUILTIN_TOOLS, createCatalogue, type ToolDefinition } from "../../core/tools/index.js";
 import type { ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor } from "../../core/ports.js";
 
@@ -85,7 +85,7 @@ t.test("60 runs, one organization, limit 5: drains, never over the limit", async
 });
 
 t.test("a reconcile assumes the slots of all the steps it admits before its first create", async (t) => {
-  const { createReconciler } = await import("../../operator/reconciler.js");
+  const { createReconciler } = await import("../../engine/reconciler.js");
   const { Ledger } = await import("../../core/quota.js");
   const ledger = new Ledger(() => 2);
   let release!: () => void;

@@ -13,7 +13,7 @@ import { z } from "zod";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
-import { createEngine } from "../../api-server/engine.js";
+import { createEngine } from "../../engine/engine.js";
 import { StoreError, type ObjectStore, type RunRecord, type StepExecutor } from "../../core/ports.js";
 import { BUILTIN_TOOLS, createCatalogue, type ToolDefinition } from "../../core/tools/index.js";
 import { until } from "../support/wait.js";

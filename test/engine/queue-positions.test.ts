@@ -12,9 +12,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
-import { createEngine } from "../../api-server/engine.js";
+import { createEngine } from "../../engine/engine.js";
 import type { ObservedStepState, RunStore, StepExecutor } from "../../core/ports.js";
-import { POSITION_REFRESH_MS } from "../../operator/reconciler.js";
+import { POSITION_REFRESH_MS } from "../../engine/reconciler.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-positions-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

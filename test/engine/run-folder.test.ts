@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
-import { createEngine } from "../../api-server/engine.js";
+import { createEngine } from "../../engine/engine.js";
 import { createS3ObjectStore } from "../../adapters/s3/object-store.js";
 import type { ObjectStore, StepExecutor } from "../../core/ports.js";
 import { startMinio } from "../support/minio.js";

@@ -15,7 +15,7 @@ import type { RunRecord } from "../../core/ports.js";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
-import { createEngine, type Engine } from "../../api-server/engine.js";
+import { createEngine, type Engine } from "../../engine/engine.js";
 
 const sleepTool: ToolDefinition = {
   id: "sleep", description: "Sleeps (test tool)", version: "1", image: "busybox:1.36", localExecutables: ["sleep"], fileParams: [], defaultCommand: "sleep",

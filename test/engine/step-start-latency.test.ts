@@ -13,10 +13,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
-import { createEngine, STEP_START_BUCKETS } from "../../api-server/engine.js";
+import { createEngine, STEP_START_BUCKETS } from "../../engine/engine.js";
 import type { ObservedStepState, StepExecutor } from "../../core/ports.js";
 import { Ledger } from "../../core/quota.js";
-import { POSITION_REFRESH_MS, POSITION_WRITES_PER_SECOND, positionRefreshMs } from "../../operator/reconciler.js";
+import { POSITION_REFRESH_MS, POSITION_WRITES_PER_SECOND, positionRefreshMs } from "../../engine/reconciler.js";
 import { stepStartCounts } from "../support/metrics.js";
 import { sleep, until } from "../support/wait.js";
 

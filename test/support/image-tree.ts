@@ -71,7 +71,7 @@ export async function buildImageTree(dir: string): Promise<ImageTree> {
   // install` serves them; the registry is asked only for what it lacks).
   for (const f of ["package.json", "package-lock.json"]) cpSync(join(repo, f), join(deps, f));
   const npm = run("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline"], { cwd: deps, maxBuffer: 16 * 1024 * 1024 });
-  // build stage: the TypeScript of the five source folders, compiled as the Dockerfile does.
+  // build stage: the TypeScript of the six source folders, compiled as the Dockerfile does.
   const tsc = run(process.execPath, [join(repo, "node_modules/typescript/bin/tsc"), "-p", join(repo, "tsconfig.build.json"), "--outDir", join(app, "dist")], { cwd: repo, maxBuffer: 16 * 1024 * 1024 });
   await Promise.all([npm, tsc]);
   // runtime stage.

@@ -5,8 +5,8 @@
  * the Job's status patched to Complete (or Failed) through the status subresource, exactly
  * as envtest users do. `startJobSimulator` does that for every Job as soon as it appears.
  */
-import { ANNOTATION } from "../../core/pipelinerun.js";
-import type { JobObject } from "../../core/jobs.js";
+import { ANNOTATION } from "../../core/kubernetes/pipelinerun.js";
+import type { JobObject } from "../../core/kubernetes/jobs.js";
 import type { ObjectStore } from "../../core/ports.js";
 import { paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";

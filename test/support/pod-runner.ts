@@ -26,7 +26,7 @@ import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isNotFound, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
-import type { JobObject } from "../../core/jobs.js";
+import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { completeJob, failJob, nowIso } from "./job-sim.js";
 import { freePorts } from "./minio.js";
 

@@ -5,7 +5,7 @@
  * evicted, an image that cannot start, a deadline, a stop requested by the operator — is a
  * table-tested function.
  */
-import type { ObservedStepState, StepOutput, StepTask } from "./ports.js";
+import type { ObservedStepState, StepOutput, StepTask } from "../ports.js";
 import { ANNOTATION, LABEL, jobName, labelValue } from "./pipelinerun.js";
 
 export const STAGE_CONTAINER_IN = "stage-in";

@@ -1,6 +1,6 @@
 import t from "tap";
-import { buildJob, imageDigest, jobActive, jobForCache, jobStep, observeJob, podFailure, podForCache, terminationOutputs, TOOL_ENTRY, type JobObject, type PodObject } from "../../core/jobs.js";
-import type { StepTask } from "../../core/ports.js";
+import { buildJob, imageDigest, jobActive, jobForCache, jobStep, observeJob, podFailure, podForCache, terminationOutputs, TOOL_ENTRY, type JobObject, type PodObject } from "../../../core/kubernetes/jobs.js";
+import type { StepTask } from "../../../core/ports.js";
 
 const task: StepTask = {
   runId: "run-01jz0000000000000000000000",

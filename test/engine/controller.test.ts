@@ -4,7 +4,7 @@
  * stop the operator process.
  */
 import t from "tap";
-import { startController } from "../../operator/controller.js";
+import { startController } from "../../engine/controller.js";
 import { sleep, until } from "../support/wait.js";
 
 t.test("a transient error reading a run in the watch is reported, never an unhandled rejection", async (t) => {

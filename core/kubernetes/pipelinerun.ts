@@ -5,8 +5,8 @@
  * labels of the Jobs a run owns. The Kubernetes adapters only move these objects over HTTP.
  */
 import { z } from "zod";
-import type { RunRecord, StepRecord } from "./ports.js";
-import { PipelineSpecSchema, pipelineSpecJsonSchema, type PipelineSpec } from "./spec/schema.js";
+import type { RunRecord, StepRecord } from "../ports.js";
+import { PipelineSpecSchema, pipelineSpecJsonSchema, type PipelineSpec } from "../spec/schema.js";
 
 export const GROUP = "operon.dev";
 export const VERSION = "v1alpha1";

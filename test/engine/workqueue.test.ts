@@ -1,6 +1,6 @@
 import t from "tap";
 import fc from "fast-check";
-import { WorkQueue, runWorkers, type QueueClock } from "../../operator/workqueue.js";
+import { WorkQueue, runWorkers, type QueueClock } from "../../engine/workqueue.js";
 
 /** A manual clock: nothing sleeps; `advance` fires due callbacks in time order (ties: FIFO). */
 class FakeClock implements QueueClock {

@@ -1,9 +1,9 @@
 import t from "tap";
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import { jobName, labelValue, pipelineRunCrd, resourceToRun, runToResource, runToStatus, toStructural } from "../../core/pipelinerun.js";
-import type { RunRecord } from "../../core/ports.js";
-import { renderCrd } from "../../scripts/gen-crds.js";
+import { jobName, labelValue, pipelineRunCrd, resourceToRun, runToResource, runToStatus, toStructural } from "../../../core/kubernetes/pipelinerun.js";
+import type { RunRecord } from "../../../core/ports.js";
+import { renderCrd } from "../../../scripts/gen-crds.js";
 
 const run: RunRecord = {
   id: "run-01jz0000000000000000000000",
@@ -31,9 +31,9 @@ const run: RunRecord = {
 };
 
 t.test("the committed CRDs (repository and Helm chart) are what make crds generates", async (t) => {
-  const chart = readFileSync(new URL("../../charts/operon/crds/pipelinerun.yaml", import.meta.url), "utf8");
+  const chart = readFileSync(new URL("../../../charts/operon/crds/pipelinerun.yaml", import.meta.url), "utf8");
   t.equal(chart, renderCrd(), "charts/operon/crds/pipelinerun.yaml is stale: run `make crds`");
-  const committed = readFileSync(new URL("../../crds/pipelinerun.yaml", import.meta.url), "utf8");
+  const committed = readFileSync(new URL("../../../crds/pipelinerun.yaml", import.meta.url), "utf8");
   t.equal(committed, renderCrd(), "crds/pipelinerun.yaml is stale: run `make crds`");
   const crd = parse(committed) as ReturnType<typeof pipelineRunCrd> & { spec: { names: { shortNames: string[]; categories: string[] }; versions: Array<{ subresources: unknown; additionalPrinterColumns: Array<{ name: string }> }> } };
   t.same(crd.spec.names.shortNames, ["opr"]);

@@ -1,8 +1,9 @@
 /**
- * The pipeline engine as the api-server sees it: submission (spec source, validation, inputs
- * checked against the workspace before anything starts), cancellation, and the operator
- * loop (reconciler + controller) wired to a run store and an executor. Embedded mode wires
- * the local adapters; cluster mode wires the Kubernetes ones to the same code.
+ * The pipeline engine, one for both modes: submission (spec source, validation, inputs
+ * checked against the workspace before anything starts), cancellation, and the control loop
+ * (reconciler + controller) wired to a run store and an executor through core's ports.
+ * Embedded mode wires the local adapters; cluster mode the Kubernetes ones (engine/runtime.ts,
+ * operator/cluster.ts). The api-server and the operator both use it; it uses neither.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -17,8 +18,8 @@ import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
-import { startController } from "../operator/controller.js";
-import { createReconciler, workspaceRootOf } from "../operator/reconciler.js";
+import { startController } from "./controller.js";
+import { createReconciler, workspaceRootOf } from "./reconciler.js";
 
 export interface Engine {
   runs: RunStore;
