@@ -1,89 +1,119 @@
 #!/usr/bin/env node
 /**
- * The `operon` command. Subcommands grow with the service (serve, api-server, operator,
- * keys, workspaces, run); each lives in its own module and returns an exit code. Errors are
- * one clear line on stderr, never a stack trace.
+ * The `operon` command, parsed with commander (cli/program.ts holds the conventions every
+ * command shares). Each subcommand lives in its own module and leaves an exit code; usage
+ * errors are one line on stderr with a `see operon <command> --help` hint and exit 2, never
+ * a stack trace. `operon --help` and `operon <command> --help` list every option.
  */
-import { realpathSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
-import { validateCommand, type CliIO } from "./validate.js";
+import { readFileSync, realpathSync } from "node:fs";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Command } from "commander";
+import { keysCli, workspacesCli } from "./admin.js";
+import { parseCli, type CliIO, type Ctx } from "./program.js";
+import { runCli } from "./run.js";
+import { stageInCli, stageOutCli } from "./stage.js";
+import { validateCli } from "./validate.js";
 
-const HELP = `operon — bioinformatics pipelines as an HTTP API
+/**
+ * The version in package.json, read next to the module: ../package.json from the source
+ * (cli/main.ts), ../../package.json from the build (dist/cli/main.js).
+ */
+export function packageVersion(): string {
+  for (const rel of ["../package.json", "../../package.json"]) {
+    try {
+      const pkg = JSON.parse(readFileSync(fileURLToPath(new URL(rel, import.meta.url)), "utf8")) as { name?: unknown; version?: unknown };
+      if (pkg.name === "operon" && typeof pkg.version === "string") return pkg.version;
+    } catch { /* not there: try the next */ }
+  }
+  return "unknown";
+}
 
-Usage:
-  operon serve                     Start Operon (embedded mode by default; see README "Configuration")
-  operon api-server                Start only the HTTP API (cluster mode)
-  operon operator                  Start the operator: reconcile PipelineRuns into Jobs (cluster mode; KUBECONFIG or in-cluster)
-  operon workspaces create --org ORG --id ID [--name NAME] [--json]
-  operon workspaces list --org ORG [--json]
-  operon keys create --org ORG --scopes query,tools,conversations,files [--workspaces a,b] [--name N] [--json]
-  operon keys list --org ORG [--json]
-  operon keys revoke ID
-  operon validate FILE [--json]    Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)
-  operon run SPEC_OR_PIPELINE_ID --workspace W [--input k=v …] [--follow] [--json] [--url URL] [--key KEY]   Start a run via the HTTP API
-  operon tools [--json]            List the compute tools and their commands
-  operon stage-in --workdir DIR [--termination-log PATH]    Step pod: stage the inputs of env OPERON_STEP_PLAN in (cluster mode)
-  operon stage-out --workdir DIR [--termination-log PATH]   Step pod: upload the declared outputs with their sha256 (cluster mode)
-  operon --help                    Show this help
+/** Never resolves: the process runs until a signal stops it. */
+const forever = () => new Promise<number>(() => undefined);
 
-Administration commands act on the configured store directly (same environment as the server).
-`;
+function serverCli(name: "serve" | "api-server", ctx: Ctx): Command {
+  const embedded = name === "serve";
+  return new Command(name)
+    .summary(embedded ? "Start Operon (embedded mode by default; see README \"Configuration\")" : "Start only the HTTP API (cluster mode)")
+    .description(embedded
+      ? "Start Operon: the HTTP API and the engine in one process (embedded mode, OPERON_MODE=embedded, the default), or the API of cluster mode. Configured by environment variables (README \"Configuration\"); runs until stopped."
+      : "Start the HTTP API alone, as the api-server Deployment of cluster mode does. Configured by environment variables (README \"Configuration\"); runs until stopped.")
+    .addHelpText("after", `\nExit codes: 0 stopped by SIGTERM or SIGINT (in-flight requests finish first), 1 stopping failed,\n2 invalid configuration (the variable is named) or the server could not start.\n\nExample:\n  OPERON_DATA_DIR=./.operon PORT=8080 operon ${name}`)
+    .action(async () => {
+      const { parseConfig } = await import("../core/config.js");
+      const c = parseConfig(ctx.env);
+      if (!c.ok) { ctx.io.err(`operon ${name}: ${c.message}`); ctx.code = 2; return; }
+      const { startServer } = await import("../api-server/server.js");
+      await startServer(c.config, ctx.io.out);
+      ctx.code = await forever();
+    });
+}
+
+function operatorCli(ctx: Ctx): Command {
+  return new Command("operator")
+    .summary("Start the operator: reconcile PipelineRuns into Jobs (cluster mode; KUBECONFIG or in-cluster)")
+    .description("Start the operator of cluster mode: reconcile PipelineRuns into step Jobs, with leader election (a Lease). "
+      + "Talks to Kubernetes through KUBECONFIG or the in-cluster service account; OPERON_POD_NAME names this replica. "
+      + "Serves /healthz, /readyz and /metrics; stops cleanly on SIGTERM or SIGINT.")
+    .addHelpText("after", "\nExit codes: 0 stopped by SIGTERM or SIGINT, 1 stopping failed, 2 invalid configuration (the variable is\nnamed) or the operator could not start.\n\nExample:\n  KUBECONFIG=~/.kube/config OPERON_STORAGE=s3 S3_BUCKET=operon operon operator")
+    .action(async () => {
+      const { io, env } = ctx;
+      const { parseConfig } = await import("../core/config.js");
+      const c = parseConfig({ ...env, OPERON_MODE: env.OPERON_MODE ?? "cluster" });
+      if (!c.ok) { io.err(`operon operator: ${c.message}`); ctx.code = 2; return; }
+      const { createStore } = await import("../engine/runtime.js");
+      const { startOperator } = await import("../operator/cluster.js");
+      // OPERON_POD_NAME (the downward API in the chart) names this replica in the Lease and on its Jobs.
+      const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out, ...(env.OPERON_POD_NAME ? { identity: env.OPERON_POD_NAME } : {}) });
+      io.out(`operon operator ${op.identity}: health on ${c.config.host}:${c.config.PORT} (/healthz, /readyz, /metrics)`);
+      const stop = (signal: string) => { io.out(`${signal}: stopping the operator`); void op.stop().then(() => process.exit(0), () => process.exit(1)); };
+      process.once("SIGTERM", () => stop("SIGTERM"));
+      process.once("SIGINT", () => stop("SIGINT"));
+      ctx.code = await forever();
+    });
+}
+
+function toolsCli(ctx: Ctx): Command {
+  return new Command("tools")
+    .summary("List the compute tools and their commands")
+    .description("List the compute tools of the catalogue: id, version and commands.")
+    .option("--json", "print them as JSON: [{id, description, version, image, commands}]")
+    .addHelpText("after", "\nExample:\n  operon tools --json")
+    .action(async (opts: { json?: boolean }) => {
+      const { defaultCatalogue } = await import("../core/tools/index.js");
+      const list = defaultCatalogue.ids.map((id) => defaultCatalogue.get(id)).filter((t) => t !== undefined);
+      if (opts.json) ctx.io.out(JSON.stringify(list.map((t) => ({ id: t.id, description: t.description, version: t.version, image: t.image, commands: Object.keys(t.commands) })), null, 2));
+      else for (const t of list) ctx.io.out(`${t.id.padEnd(12)} ${t.version.padEnd(10)} ${Object.keys(t.commands).join(", ")}`);
+      ctx.code = 0;
+    });
+}
+
+/** The whole command tree; actions leave their exit code in `ctx.code`. */
+export function createProgram(ctx: Ctx): Command {
+  const program = new Command("operon")
+    .description("operon — bioinformatics pipelines as an HTTP API")
+    .version(packageVersion(), "-V, --version", "print the version")
+    .addHelpText("after", `
+Run operon <command> --help for a command's options; operon help <command> does the same.
+Configuration is by environment variables (README "Configuration"). Administration commands
+(workspaces, keys) act on the configured store directly: run them with the server's environment.
+Embedded mode is one process, operon serve. Cluster mode runs operon api-server and operon operator
+from one image, whose step pods run operon stage-in and operon stage-out around the tool.
+
+Exit codes: 0 success, 1 the command's own failure (validate: spec invalid; run: refused, failed or
+cancelled; keys revoke: no such key; stage-in/out: staging failed), 2 usage error (unknown command,
+unknown or missing option, bad value), unreadable input or invalid configuration.`);
+  const group = (heading: string, ...cmds: Command[]) => { for (const c of cmds) program.addCommand(c.helpGroup(heading)); };
+  group("Servers:", serverCli("serve", ctx), serverCli("api-server", ctx), operatorCli(ctx));
+  group("Administration:", workspacesCli(ctx), keysCli(ctx));
+  group("Pipelines:", validateCli(ctx), runCli(ctx), toolsCli(ctx));
+  group("Step pods (cluster mode):", stageInCli(ctx), stageOutCli(ctx));
+  return program;
+}
 
 export async function main(argv: string[], io: CliIO): Promise<number> {
-  const [cmd, ...rest] = argv;
-  if (cmd === undefined || cmd === "--help" || cmd === "-h" || cmd === "help") { io.out(HELP.trimEnd()); return 0; }
-  try {
-    switch (cmd) {
-      case "validate": {
-        const { values, positionals } = parseArgs({ args: rest, options: { json: { type: "boolean", default: false } }, allowPositionals: true });
-        if (positionals.length > 1) { io.err("operon validate: give exactly one FILE"); return 2; }
-        return await validateCommand(positionals[0], values.json ?? false, io);
-      }
-      case "tools": {
-        const { values } = parseArgs({ args: rest, options: { json: { type: "boolean", default: false } } });
-        const { defaultCatalogue } = await import("../core/tools/index.js");
-        const list = defaultCatalogue.ids.map((id) => defaultCatalogue.get(id)).filter((t) => t !== undefined);
-        if (values.json) io.out(JSON.stringify(list.map((t) => ({ id: t.id, description: t.description, version: t.version, image: t.image, commands: Object.keys(t.commands) })), null, 2));
-        else for (const t of list) io.out(`${t.id.padEnd(12)} ${t.version.padEnd(10)} ${Object.keys(t.commands).join(", ")}`);
-        return 0;
-      }
-      case "serve":
-      case "api-server": {
-        const { parseConfig } = await import("../core/config.js");
-        const c = parseConfig(process.env);
-        if (!c.ok) { io.err(`operon ${cmd}: ${c.message}`); return 2; }
-        const { startServer } = await import("../api-server/server.js");
-        await startServer(c.config, io.out);
-        return await new Promise<number>(() => undefined); // runs until a signal stops it
-      }
-      case "operator": {
-        const { parseConfig } = await import("../core/config.js");
-        const c = parseConfig({ ...process.env, OPERON_MODE: process.env.OPERON_MODE ?? "cluster" });
-        if (!c.ok) { io.err(`operon operator: ${c.message}`); return 2; }
-        const { createStore } = await import("../engine/runtime.js");
-        const { startOperator } = await import("../operator/cluster.js");
-        // OPERON_POD_NAME (the downward API in the chart) names this replica in the Lease and on its Jobs.
-        const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out, ...(process.env.OPERON_POD_NAME ? { identity: process.env.OPERON_POD_NAME } : {}) });
-        io.out(`operon operator ${op.identity}: health on ${c.config.host}:${c.config.PORT} (/healthz, /readyz, /metrics)`);
-        const stop = (signal: string) => { io.out(`${signal}: stopping the operator`); void op.stop().then(() => process.exit(0), () => process.exit(1)); };
-        process.once("SIGTERM", () => stop("SIGTERM"));
-        process.once("SIGINT", () => stop("SIGINT"));
-        return await new Promise<number>(() => undefined);
-      }
-      case "workspaces": return await (await import("./admin.js")).workspacesCommand(rest, io, process.env);
-      case "keys": return await (await import("./admin.js")).keysCommand(rest, io, process.env);
-      case "run": return await (await import("./run.js")).runCommand(rest, io, process.env);
-      case "stage-in": return await (await import("./stage.js")).stageInCommand(rest, io, process.env);
-      case "stage-out": return await (await import("./stage.js")).stageOutCommand(rest, io, process.env);
-      default:
-        io.err(`operon: unknown command "${cmd}" (see operon --help)`);
-        return 2;
-    }
-  } catch (e) {
-    io.err(`operon ${cmd}: ${e instanceof Error ? e.message : String(e)}`);
-    return 2;
-  }
+  const ctx: Ctx = { io, env: process.env, code: 0 };
+  return parseCli(createProgram(ctx), argv.length === 0 ? ["--help"] : argv, ctx);
 }
 
 const io: CliIO = { out: (s) => process.stdout.write(s + "\n"), err: (s) => process.stderr.write(s + "\n") };

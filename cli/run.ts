@@ -8,13 +8,13 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { readSpecFile, type CliIO } from "./validate.js";
+import { Command, InvalidArgumentError } from "commander";
+import { parseCli, UsageError, type CliIO, type Ctx } from "./program.js";
+import { readSpecFile } from "./validate.js";
 
 /** The CLI's output, plus whether stdout is a terminal (defaults to process.stdout.isTTY). */
 export type RunIO = CliIO & { isTTY?: boolean };
 
-const USAGE = "usage: operon run SPEC_OR_PIPELINE_ID --workspace W [--input k=v …] [--follow] [--json] [--url URL] [--key KEY] [--poll-ms MS]";
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const BAR = 10;
 /** Consecutive failed polls (network errors, 429, 5xx) tolerated before giving up. */
@@ -23,7 +23,6 @@ const MAX_POLL_FAILURES = 5;
 interface StepView { step_id: string; tool: string; status: string; error: string | null; waiting_reason: string | null; queue_position?: number }
 interface RunView { id: string; status: string; progress_pct: number; output_paths: string[]; steps: StepView[]; error: string | null; output_folder: string }
 
-class UsageError extends Error {}
 /** A problem talking to the server (exit 2), as opposed to an answer refusing the run (exit 1). */
 class ConnectionError extends Error {}
 class ApiFailure extends Error {
@@ -43,47 +42,71 @@ export function parseInputs(pairs: readonly string[]): Record<string, string> {
   return out;
 }
 
+export interface RunOptions { workspace: string; input?: string[]; follow?: boolean; json?: boolean; url?: string; key?: string; pollMs: number }
+
+function pollMs(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 10 || n > 60_000) throw new InvalidArgumentError("expected an integer from 10 to 60000");
+  return n;
+}
+
+/** The `run` command's definition; its action leaves the exit code in `ctx.code`. */
+export function runCli(ctx: Ctx<RunIO>, fetchImpl: typeof fetch = fetch): Command {
+  return new Command("run")
+    .summary("Start a run via the HTTP API, optionally following it to the end")
+    .description("Start a run through the HTTP API (so it works against a remote server, with the same keys, scopes and "
+      + "validation as any client) and, with --follow, show one progress line per step until it ends, then its outputs.\n"
+      + "SPEC_OR_PIPELINE_ID is a built-in pipeline id, a spec file on this machine (*.json), or else a spec file's path "
+      + "in the workspace.")
+    .argument("<SPEC_OR_PIPELINE_ID>", "a pipeline id (e.g. bwa-align), or a spec file path ending in .json")
+    .requiredOption("--workspace <id>", "the workspace the run belongs to")
+    .option("--input <name=value>", "a pipeline input; repeat for each input", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .option("--follow", "wait for the run to end, showing each step's progress")
+    .option("--json", "print the API's run object as JSON (with --follow: the final one)")
+    .option("--url <url>", "the API's base URL (default: $OPERON_URL, else http://127.0.0.1:$PORT, port 8080)")
+    .option("--key <key>", "the API key (default: $OPERON_API_KEY, else $OPERON_DATA_DIR/bootstrap-key)")
+    .option("--poll-ms <ms>", "with --follow, the polling interval in milliseconds, 10 to 60000", pollMs, 500)
+    .addHelpText("after", `
+Exit codes: 0 started (with --follow: completed), 1 refused by the API, failed or cancelled,
+2 usage error, unreadable spec, no API key or server unreachable.
+
+Examples:
+  operon run bwa-align --workspace default --input reads1=data/r1.fq --input reads2=data/r2.fq \\
+    --input reference=data/ref.fa --follow
+  operon run my-pipeline.json --workspace default --input bam=data/x.bam --json`)
+    .action(async (target: string, opts: RunOptions) => { ctx.code = await runAction(target, opts, ctx.io, ctx.env, fetchImpl); });
+}
+
+/** `operon run …` with the words after `run`, as the tests call it. */
 export async function runCommand(args: string[], io: RunIO, env: NodeJS.ProcessEnv, fetchImpl: typeof fetch = fetch): Promise<number> {
+  const ctx: Ctx<RunIO> = { io, env, code: 0 };
+  return parseCli(runCli(ctx, fetchImpl), args, ctx);
+}
+
+/** Runs `operon run` with parsed options; usage problems are thrown as UsageError (exit 2 with the help hint). */
+async function runAction(target: string, opts: RunOptions, io: RunIO, env: NodeJS.ProcessEnv, fetchImpl: typeof fetch): Promise<number> {
   try {
-    return await run(args, io, env, fetchImpl);
+    return await run(target, opts, io, env, fetchImpl);
   } catch (e) {
-    if (e instanceof UsageError) { io.err(`operon run: ${e.message}`); io.err(USAGE); return 2; }
+    if (e instanceof UsageError) throw e;
     if (e instanceof ApiFailure) { io.err(`operon run: ${e.message}`); for (const l of e.lines) io.err(l); return 1; }
     io.err(`operon run: ${e instanceof Error ? e.message : String(e)}`);
     return 2;
   }
 }
 
-async function run(args: string[], io: RunIO, env: NodeJS.ProcessEnv, fetchImpl: typeof fetch): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args, allowPositionals: true,
-      options: {
-        workspace: { type: "string" }, input: { type: "string", multiple: true, default: [] },
-        follow: { type: "boolean", default: false }, json: { type: "boolean", default: false },
-        url: { type: "string" }, key: { type: "string" }, "poll-ms": { type: "string" },
-      },
-    });
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
-  const { values, positionals } = parsed;
-  if (positionals.length !== 1) throw new UsageError("give exactly one SPEC_OR_PIPELINE_ID");
-  const target = positionals[0] as string;
-  if (!values.workspace) throw new UsageError("--workspace is required");
-  const workspace = values.workspace;
-  const input = parseInputs(values.input ?? []);
-  const pollMs = values["poll-ms"] === undefined ? 500 : Number(values["poll-ms"]);
-  if (!Number.isInteger(pollMs) || pollMs < 10 || pollMs > 60_000) throw new UsageError("--poll-ms must be an integer from 10 to 60000");
-  const base = (values.url ?? env.OPERON_URL ?? `http://127.0.0.1:${env.PORT || 8080}`).replace(/\/+$/, "");
-  const key = values.key ?? env.OPERON_API_KEY ?? readBootstrapKey(env);
+async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.ProcessEnv, fetchImpl: typeof fetch): Promise<number> {
+  const workspace = opts.workspace;
+  if (!workspace) throw new UsageError("--workspace must not be empty");
+  const input = parseInputs(opts.input ?? []);
+  const base = (opts.url ?? env.OPERON_URL ?? `http://127.0.0.1:${env.PORT || 8080}`).replace(/\/+$/, "");
+  const key = opts.key ?? env.OPERON_API_KEY ?? readBootstrapKey(env);
   if (!key) throw new UsageError(`no API key: pass --key, set OPERON_API_KEY, or keep one in ${bootstrapKeyPath(env)}`);
 
   const body: Record<string, unknown> = { workspace_id: workspace, input };
   if (target.endsWith(".json") && existsSync(target)) {
     const read = await readSpecFile(target);
-    if (!read.ok) throw new UsageError(read.message);
+    if (!read.ok) { io.err(`operon run: ${read.message}`); return 2; }
     body.spec = read.spec;
   } else if (target.endsWith(".json")) {
     body.spec_file = target; // not on this machine: a path in the workspace
@@ -93,19 +116,19 @@ async function run(args: string[], io: RunIO, env: NodeJS.ProcessEnv, fetchImpl:
 
   const api = client(base, key, fetchImpl);
   const submitted = await api("POST", "/v1/pipelines", body);
-  if (!values.follow) {
-    io.out(values.json ? JSON.stringify(submitted, null, 2) : submitted.id);
+  if (!opts.follow) {
+    io.out(opts.json ? JSON.stringify(submitted, null, 2) : submitted.id);
     return 0;
   }
 
   const tty = io.isTTY ?? process.stdout.isTTY === true;
-  const render = values.json ? () => undefined : renderer(io, tty);
+  const render = opts.json ? () => undefined : renderer(io, tty);
   const path = `/v1/pipelines/${encodeURIComponent(submitted.id)}?workspace_id=${encodeURIComponent(workspace)}`;
   let current = submitted;
   let failures = 0;
   render(current);
   while (!TERMINAL.has(current.status)) {
-    await new Promise((r) => setTimeout(r, pollMs));
+    await new Promise((r) => setTimeout(r, opts.pollMs));
     try {
       current = await api("GET", path);
       failures = 0;
@@ -117,7 +140,7 @@ async function run(args: string[], io: RunIO, env: NodeJS.ProcessEnv, fetchImpl:
     render(current);
   }
 
-  if (values.json) io.out(JSON.stringify(current, null, 2));
+  if (opts.json) io.out(JSON.stringify(current, null, 2));
   else {
     io.out(`run ${current.id} ${current.status}`);
     if (current.error) io.out(`error: ${current.error}`);

@@ -10,15 +10,15 @@
  * - stage-out success: `{"outputs":[{filename,position?,key,size,sha256}]}`, or
  *   `{"outputs":null,"truncated":true}` when that would not fit (the operator then HEADs the
  *   objects); stage-out failure: `{"error":"<message>"}`.
+ * Usage errors (e.g. no --workdir) go to the termination log too, in the same forms.
  * Exit 0 done, 1 staging failed, 2 bad arguments, plan or configuration.
  */
 import { writeFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { parseConfig } from "../core/config.js";
 import type { StepOutput } from "../core/ports.js";
-import { createStore } from "../engine/runtime.js";
 import { parseStepPlan, publishOutputs, stageInputs, STEP_PLAN_ENV, type StepPlan } from "../adapters/staging.js";
-import type { CliIO } from "./validate.js";
+import { onUsageError, parseCli, type CliIO, type Ctx } from "./program.js";
 
 /** Kubernetes keeps at most this many bytes of a container's termination message. */
 export const TERMINATION_LOG_MAX = 4096;
@@ -59,33 +59,70 @@ export function outputsJson(outputs: StepOutput[]): string {
 
 type Setup = { ok: true; workdir: string; terminationLog: string; plan: StepPlan; env: NodeJS.ProcessEnv } | { ok: false; message: string; terminationLog: string };
 
-function setup(name: string, args: string[], env: NodeJS.ProcessEnv): Setup {
-  let values: { workdir?: string | undefined; "termination-log"?: string | undefined };
-  try {
-    ({ values } = parseArgs({ args, options: { workdir: { type: "string" }, "termination-log": { type: "string" } } }));
-  } catch (e) {
-    return { ok: false, message: `${e instanceof Error ? e.message : String(e)}; usage: operon ${name} --workdir DIR [--termination-log PATH]`, terminationLog: DEFAULT_TERMINATION_LOG };
-  }
-  const terminationLog = values["termination-log"] || DEFAULT_TERMINATION_LOG;
-  if (!values.workdir) return { ok: false, message: `usage: operon ${name} --workdir DIR [--termination-log PATH]`, terminationLog };
+interface StageOptions { workdir: string; terminationLog?: string }
+
+function setup(name: string, opts: StageOptions, env: NodeJS.ProcessEnv): Setup {
+  const terminationLog = opts.terminationLog || DEFAULT_TERMINATION_LOG;
+  if (!opts.workdir) return { ok: false, message: `--workdir must not be empty (see operon ${name} --help)`, terminationLog };
   const parsed = parseStepPlan(env[STEP_PLAN_ENV]);
   if (!parsed.ok) return { ok: false, message: parsed.message, terminationLog };
-  return { ok: true, workdir: values.workdir, terminationLog, plan: parsed.plan, env };
+  return { ok: true, workdir: opts.workdir, terminationLog, plan: parsed.plan, env };
+}
+
+/** stage-in or stage-out's definition; the action leaves its exit code in `ctx.code`. */
+function stageCli(name: "stage-in" | "stage-out", ctx: Ctx, summary: string, description: string, result: string): Command {
+  const cmd = new Command(name).summary(summary)
+    .description(`${description} The plan is env ${STEP_PLAN_ENV} (JSON); the object store is configured as the server's (same environment).`)
+    .requiredOption("--workdir <dir>", "the step's working directory, shared with the tool container")
+    .option("--termination-log <path>", `where the result goes for the operator (default: ${DEFAULT_TERMINATION_LOG})`)
+    .addHelpText("after", `\nTermination log: ${result}\nExit codes: 0 done, 1 staging failed, 2 usage error, bad ${STEP_PLAN_ENV} or configuration.\n\nExample (a step pod's container):\n  operon ${name} --workdir /work --termination-log /dev/termination-log`)
+    .action(async (opts: StageOptions) => { ctx.code = await (name === "stage-in" ? stageIn : stageOut)(opts, ctx.io, ctx.env); });
+  // A usage error in a pod is a chart or operator bug: report it to the operator like any failure.
+  return onUsageError(cmd, async (problem) => {
+    const path = (cmd.opts() as Partial<StageOptions>).terminationLog || DEFAULT_TERMINATION_LOG;
+    await writeTerminationLog(path, name === "stage-in" ? `stage-in: ${problem}` : errorJson(problem));
+  });
+}
+
+export function stageInCli(ctx: Ctx): Command {
+  return stageCli("stage-in", ctx, "Step pod: stage the inputs of env OPERON_STEP_PLAN in (cluster mode)",
+    "Init container of a cluster-mode step pod: download the step's inputs (with their secondary files) into the working directory and create its directories.",
+    "on failure the error line, stage-in: <message>; nothing on success.");
+}
+
+export function stageOutCli(ctx: Ctx): Command {
+  return stageCli("stage-out", ctx, "Step pod: upload the declared outputs with their sha256 (cluster mode)",
+    "Main container of a cluster-mode step pod, after the tool: upload the step's declared outputs with their SHA-256.",
+    `on success {"outputs":[{filename,position?,key,size,sha256}]}, or {"outputs":null,"truncated":true}\n  when that is over ${TERMINATION_LOG_MAX} bytes; on failure {"error":"<message>"}.`);
 }
 
 /** The configured object store. The signing secret only serves the local store's presigned URLs, which staging never makes. */
 async function store(env: NodeJS.ProcessEnv) {
   const c = parseConfig(env);
-  if (!c.ok) throw new UsageError(c.message);
+  if (!c.ok) throw new ConfigError(c.message);
+  const { createStore } = await import("../engine/runtime.js"); // the store adapters load only when needed
   return createStore(c.config, c.config.OPERON_SIGNING_SECRET ?? "staging-makes-no-presigned-urls-000000");
 }
 
-class UsageError extends Error {}
+/** The store's configuration is invalid (exit 2, like a bad plan). */
+class ConfigError extends Error {}
 
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, " ");
 
+/** `operon stage-in …` with the words after `stage-in`. */
 export async function stageInCommand(args: string[], io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {
-  const s = setup("stage-in", args, env);
+  const ctx: Ctx = { io, env, code: 0 };
+  return parseCli(stageInCli(ctx), args, ctx);
+}
+
+/** `operon stage-out …` with the words after `stage-out`. */
+export async function stageOutCommand(args: string[], io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {
+  const ctx: Ctx = { io, env, code: 0 };
+  return parseCli(stageOutCli(ctx), args, ctx);
+}
+
+async function stageIn(opts: StageOptions, io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {
+  const s = setup("stage-in", opts, env);
   const fail = async (message: string, code: number) => {
     const line = `stage-in: ${message}`;
     io.err(line);
@@ -96,13 +133,13 @@ export async function stageInCommand(args: string[], io: CliIO, env: NodeJS.Proc
   try {
     await stageInputs(await store(s.env), s.plan, s.workdir);
   } catch (e) {
-    return fail(messageOf(e), e instanceof UsageError ? 2 : 1);
+    return fail(messageOf(e), e instanceof ConfigError ? 2 : 1);
   }
   return 0;
 }
 
-export async function stageOutCommand(args: string[], io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {
-  const s = setup("stage-out", args, env);
+async function stageOut(opts: StageOptions, io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {
+  const s = setup("stage-out", opts, env);
   const fail = async (message: string, code: number) => {
     io.err(`stage-out: ${message}`);
     await writeTerminationLog(s.terminationLog, errorJson(message));
@@ -113,7 +150,7 @@ export async function stageOutCommand(args: string[], io: CliIO, env: NodeJS.Pro
   try {
     outputs = await publishOutputs(await store(s.env), s.plan, s.workdir);
   } catch (e) {
-    return fail(messageOf(e), e instanceof UsageError ? 2 : 1);
+    return fail(messageOf(e), e instanceof ConfigError ? 2 : 1);
   }
   await writeTerminationLog(s.terminationLog, outputsJson(outputs));
   return 0;

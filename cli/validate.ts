@@ -3,11 +3,13 @@
  * applies. Exit 0 when valid, 1 when invalid, 2 when the file cannot be read or parsed.
  */
 import { open } from "node:fs/promises";
+import { Command } from "commander";
 import { MAX_SPEC_BYTES } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
 import type { Issue } from "../core/issues.js";
+import type { CliIO, Ctx } from "./program.js";
 
-export interface CliIO { out(s: string): void; err(s: string): void }
+export type { CliIO } from "./program.js";
 
 /** Reads at most MAX_SPEC_BYTES (+1 to detect larger files) and parses JSON. */
 export async function readSpecFile(path: string): Promise<{ ok: true; spec: unknown } | { ok: false; message: string }> {
@@ -36,8 +38,24 @@ export async function readSpecFile(path: string): Promise<{ ok: true; spec: unkn
   }
 }
 
+/** The `validate` command's definition; its action leaves the exit code in `ctx.code`. */
+export function validateCli(ctx: Ctx): Command {
+  return new Command("validate")
+    .summary("Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)")
+    .description("Check a pipeline spec file with exactly the checks a run applies; print its errors and warnings.")
+    .argument("<FILE>", "the pipeline spec, JSON, at most 1 MB")
+    .option("--json", "print the result as JSON: {valid, errors, warnings}")
+    .addHelpText("after", `
+Exit codes: 0 valid (warnings allowed), 1 invalid, 2 unreadable file or usage error.
+
+Example:
+  operon validate my-pipeline.json --json`)
+    .action(async (file: string, opts: { json?: boolean }) => { ctx.code = await validateCommand(file, opts.json === true, ctx.io); });
+}
+
+/** Checks `file` and prints the result; the exit code. */
 export async function validateCommand(file: string | undefined, json: boolean, io: CliIO): Promise<number> {
-  if (!file) { io.err("usage: operon validate FILE [--json]"); return 2; }
+  if (!file) { io.err("operon validate: missing argument FILE (see operon validate --help)"); return 2; }
   const read = await readSpecFile(file);
   if (!read.ok) { io.err(`operon validate: ${read.message}`); return 2; }
   const result = validateSpec(read.spec);

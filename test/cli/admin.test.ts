@@ -47,7 +47,7 @@ t.test("workspaces create and keys create/list/revoke act on the configured stor
   for (const [args, pattern] of [
     [["keys", "create", "--org", "acme", "--scopes", "files,admin"], /unknown scope "admin"/],
     [["keys", "create", "--org", "acme", "--scopes", "files", "--workspaces", "nope"], /workspace acme\/nope does not exist/],
-    [["keys", "create", "--org", "acme"], /usage: operon keys create/],
+    [["keys", "create", "--org", "acme"], /^operon keys create: --scopes is required \(see operon keys create --help\)$/m],
     [["workspaces", "create", "--org", "acme", "--id", "../x"], /id "..\/x"/],
   ] as const) {
     const r = operon(...args);

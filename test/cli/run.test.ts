@@ -130,7 +130,8 @@ t.test("usage and connection problems exit 2", async (t) => {
   const noWs = await cli(["bwa-align", ...bwaInputs]);
   t.equal(noWs.code, 2);
   t.match(noWs.stderr, /--workspace is required/);
-  t.match(noWs.stderr, /^usage: operon run /m);
+  t.equal(noWs.err.length, 1, "one line");
+  t.match(noWs.stderr, /\(see operon run --help\)$/, "with the hint");
   t.equal((await cli(["--workspace", "ws"])).code, 2, "no pipeline");
   t.equal((await cli(["bwa-align", "--workspace", "ws", "--input", "noequals"])).code, 2, "--input without =");
   t.equal((await cli(["bwa-align", "--workspace", "ws", "--bogus"])).code, 2, "unknown option");
@@ -159,5 +160,8 @@ t.test("operon run is dispatched by main", async (t) => {
   t.match(err.join("\n"), /--workspace is required/);
   const help: string[] = [];
   await main(["--help"], { out: (l) => help.push(l), err: () => undefined });
-  t.match(help.join("\n"), /operon run SPEC_OR_PIPELINE_ID --workspace W/);
+  t.match(help.join("\n"), /^ {2}run <SPEC_OR_PIPELINE_ID> +Start a run/m);
+  const runHelp: string[] = [];
+  t.equal(await main(["run", "--help"], { out: (l) => runHelp.push(l), err: () => undefined }), 0);
+  t.match(runHelp.join("\n"), /^Usage: operon run <SPEC_OR_PIPELINE_ID> --workspace <id> \[options\]$/m);
 });

@@ -220,9 +220,15 @@ t.test("an invalid OPERON_STEP_PLAN exits 2 naming the field", async (t) => {
   }
   t.notOk(existsSync(join(d.base, "etc")), "nothing was written outside the working directory");
   t.notOk(existsSync(join(d.work, "ok")), "nothing staged from a refused plan");
-  const usage = await operon(["stage-in"], plan({}));
+  const usage = await operon(["stage-in", "--termination-log", d.log], plan({}));
   t.equal(usage.status, 2, "--workdir is required");
-  t.match(usage.stderr, /usage: operon stage-in --workdir DIR/);
+  t.equal(usage.stderr, "operon stage-in: --workdir is required (see operon stage-in --help)\n");
+  t.equal(await readFile(d.log, "utf8"), "stage-in: --workdir is required", "a usage error reaches the termination log too");
+  await rm(d.log, { force: true });
+  const usageOut = await operon(["stage-out", "--workdir", d.work, "--termination-log", d.log, "--bogus"], plan({}));
+  t.equal(usageOut.status, 2, "unknown option");
+  t.equal(usageOut.stderr, "operon stage-out: unknown option \"--bogus\" (see operon stage-out --help)\n");
+  t.equal(await readFile(d.log, "utf8"), JSON.stringify({ error: 'unknown option "--bogus"' }));
 });
 
 t.test("a large output list is reported in the truncated form", async (t) => {

@@ -62,7 +62,7 @@ for (const [name, args, pattern] of [
   ["unparsable JSON", ["validate", broken], /not valid JSON/],
   ["file over 1 MB", ["validate", big], /larger than 1 MB/],
   ["a directory", ["validate", dir], /not a regular file/],
-  ["no file argument", ["validate"], /usage: operon validate FILE/],
+  ["no file argument", ["validate"], /^operon validate: missing argument FILE \(see operon validate --help\)$/],
 ] as const) {
   t.test(`exit 2: ${name}`, async (t) => {
     const r = await run([...args]);
