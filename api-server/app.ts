@@ -8,12 +8,13 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import rateLimit, { normalizeIP } from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
-import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { hasZodFastifySchemaValidationErrors, validatorCompiler } from "fastify-type-provider-zod";
 import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
 import type { Config } from "../core/config.js";
 import { Authenticator, type AuthContext } from "./auth.js";
 import { ApiError, clientDetails, clientMessage } from "./errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
+import { OPENAPI_PATH, documentationOnlySerializer, swaggerOptions } from "./openapi.js";
 import { loggerOptions } from "./logging.js";
 import type { Scope, ServiceStore } from "../engine/service-store.js";
 import { conversationRoutes } from "./routes/conversations.js";
@@ -53,7 +54,7 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 export const DEFAULT_RATE_LIMIT_PER_IP_PER_MINUTE = 12_000;
 
 /** Requests under the rate limits: the API under /v1/, except the OpenAPI document. */
-const rateLimited = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/openapi.json");
+const rateLimited = (url: string) => url.startsWith("/v1/") && !url.startsWith(OPENAPI_PATH);
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? { now: () => Date.now() };
@@ -70,7 +71,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: "idle",
   });
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Response schemas document the API (OpenAPI) and never reshape or refuse a reply.
+  app.setSerializerCompiler(documentationOnlySerializer);
 
   const auth = new Authenticator(deps.service, deps.config.OPERON_KEY_CACHE_TTL_SECONDS, clock);
   const metrics = createMetrics();
@@ -185,15 +187,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     void reply.status(404).send({ error: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}`, request_id: req.id });
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: { title: "Operon API", version: "1.0.0", description: "Bioinformatics pipelines as an HTTP API." },
-      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" }, apiKey: { type: "apiKey", in: "header", name: "X-API-Key" } } },
-      security: [{ bearer: [] }, { apiKey: [] }],
-    },
-    transform: jsonSchemaTransform,
-  });
+  // The OpenAPI document (openapi.ts), served by routes/system.ts.
+  await app.register(swagger, swaggerOptions);
 
   await app.register(systemRoutes);
   await app.register(workspaceRoutes);

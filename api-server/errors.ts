@@ -4,6 +4,7 @@
  * including Fastify's own errors, in this shape and never leaks a stack trace, a server
  * filesystem path or a credential (`clientMessage`, `clientDetails`).
  */
+import { z } from "zod";
 import { sanitizeMessage } from "../core/redact.js";
 
 export const STATUS = {
@@ -24,6 +25,17 @@ export const STATUS = {
 } as const;
 
 export type ErrorCode = keyof typeof STATUS;
+
+/**
+ * The envelope as the error handler (app.ts) and the 404 handler send it, for the OpenAPI
+ * document (component `Error`). Documentation only: nothing validates or reshapes a reply with it.
+ */
+export const ErrorEnvelopeSchema = z.object({
+  error: z.enum(Object.keys(STATUS) as [ErrorCode, ...ErrorCode[]]).describe("Machine-readable error code; each code has one HTTP status."),
+  message: z.string().describe("What went wrong, for a person; never a server path or a credential."),
+  details: z.record(z.string(), z.unknown()).optional().describe("Structured context when there is some: `field`, `issues` (request validation), `errors` (spec validation), `required_scope`, `valid_values`…"),
+  request_id: z.string().describe("The request's id, also in the X-Request-Id response header."),
+});
 
 export class ApiError extends Error {
   constructor(readonly code: ErrorCode, message: string, readonly details?: Record<string, unknown>) {

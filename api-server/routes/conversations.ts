@@ -3,7 +3,20 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ApiError } from "../errors.js";
+import { dataOf, errorResponses, jsonResponse, listOf } from "../openapi.js";
 import { listEnvelope, requireAuth, workspaceId } from "./common.js";
+
+const conversationFields = {
+  id: z.string(),
+  title: z.string(),
+  message_count: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+};
+const ConversationSummarySchema = z.object(conversationFields).meta({ id: "ConversationSummary" });
+/** A message as stored: role and content, and whatever else was recorded with it. */
+const MessageSchema: z.ZodType<{ role: string; content: string; created_at?: string }> = z.looseObject({ role: z.string(), content: z.string(), created_at: z.string().optional() });
+const ConversationSchema = z.object({ ...conversationFields, messages: z.array(MessageSchema) }).meta({ id: "Conversation" });
 
 export async function conversationRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -12,8 +25,10 @@ export async function conversationRoutes(app: FastifyInstance): Promise<void> {
   r.get("/v1/conversations", {
     config,
     schema: {
-      tags: ["conversations"], summary: "List conversations",
+      tags: ["conversations"], summary: "List conversations", operationId: "listConversations",
+      description: "Most recent activity first; `before` (a conversation id, e.g. the previous page's next_cursor) for the page after it.",
       querystring: z.object({ workspace_id: workspaceId, limit: z.coerce.number().int().min(1).max(100).default(20), before: z.string().min(1).optional() }),
+      response: { 200: jsonResponse(listOf(ConversationSummarySchema), "A page of conversations."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req) => {
     const auth = requireAuth(req);
@@ -28,9 +43,10 @@ export async function conversationRoutes(app: FastifyInstance): Promise<void> {
   r.get("/v1/conversations/:id", {
     config,
     schema: {
-      tags: ["conversations"], summary: "Get a conversation with its messages",
+      tags: ["conversations"], summary: "Get a conversation with its messages", operationId: "getConversation",
       params: z.object({ id: z.string().min(1).max(128) }),
       querystring: z.object({ workspace_id: workspaceId }),
+      response: { 200: jsonResponse(dataOf(ConversationSchema), "The conversation with its full message history."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req) => {
     const auth = requireAuth(req);

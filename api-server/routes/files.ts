@@ -12,6 +12,7 @@ import { z } from "zod";
 import { normalizeWorkspacePath } from "../../core/paths.js";
 import { StoreError, type ObjectInfo } from "../../core/ports.js";
 import { ApiError, badRequest } from "../errors.js";
+import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { WorkspaceRecord } from "../../engine/service-store.js";
 import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
 
@@ -19,6 +20,25 @@ export const DOWNLOAD_URL_SECONDS = 3600;
 export const UPLOAD_URL_SECONDS = 3600;
 /** A single presigned PUT is limited to 5 GiB (S3's limit); larger files use multipart (see README). */
 export const MAX_PRESIGNED_PUT_BYTES = 5 * 1024 ** 3;
+
+/** A file as the API shows it (fileView below). */
+const FileSchema = z.object({
+  name: z.string().describe("The file name (last segment of key)."),
+  key: z.string().describe("Workspace-relative key: names the file in download, delete and as a file input of tools and pipelines."),
+  size: z.number().int().describe("Size in bytes."),
+  content_type: z.string().nullable(),
+  last_modified: z.string().describe("ISO 8601 time."),
+  sha256: z.string().nullable().describe("Hex SHA-256 of the content; null until known (a presigned upload not yet confirmed)."),
+  description: z.string().optional(),
+}).meta({ id: "File" });
+
+/** The multipart/form-data body of POST /v1/files/upload: read as a stream, so documented, not validated by Fastify. */
+const UploadFormSchema = z.object({
+  workspace_id: workspaceId.optional().describe("Required, here (before the file part) or in the query."),
+  path: z.string().max(1024).optional().describe("Folder in the workspace (e.g. `reads/`); the file keeps its own name."),
+  description: z.string().max(4096).optional().describe("Stored with the file and shown in listings."),
+  file: z.file().describe("The file, one part, sent after the fields; its filename must be a plain file name (no `/` or `\\`)."),
+});
 
 type FileView = ReturnType<typeof renderFileView>;
 /** Views of unchanged (cached) ObjectInfo objects are rendered once. */
@@ -117,13 +137,16 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   r.get("/v1/files", {
     config,
     schema: {
-      tags: ["files"], summary: "List files (metadata only)",
+      tags: ["files"], summary: "List files (metadata only)", operationId: "listFiles",
+      description: "Files under `prefix` in key order, `limit` per page; pass next_cursor back as `cursor` for the next page.",
       querystring: z.object({
         workspace_id: workspaceId,
         prefix: z.string().max(1024).optional(),
         limit: z.coerce.number().int().min(1).max(1000).default(100),
         cursor: z.string().max(2048).optional(),
       }),
+      // The handler sends JSON it serialized itself: the schema documents it.
+      response: { 200: jsonResponse(untypedReply(listOf(FileSchema)), "A page of files."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req, reply) => {
     const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
@@ -160,8 +183,11 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   r.post("/v1/files/upload", {
     config,
     schema: {
-      tags: ["files"], summary: "Upload a file (multipart/form-data: workspace_id, path, description, then file; max 500 MB)",
+      tags: ["files"], summary: "Upload a file (multipart/form-data, at most 500 MB)", operationId: "uploadFile",
+      description: "A multipart/form-data body: the fields `workspace_id`, `path` and `description` (each may be given in the query instead), then one `file` part, streamed to storage. Larger files use the presigned flow (POST /v1/files/upload-url).",
       querystring: z.object({ workspace_id: workspaceId.optional(), path: z.string().max(1024).optional(), description: z.string().max(4096).optional() }),
+      documentedBody: { "multipart/form-data": UploadFormSchema },
+      response: { 201: jsonResponse(dataOf(FileSchema), "The file, stored."), ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503) },
     },
   }, async (req, reply) => {
     if (!req.isMultipart()) throw new ApiError("unsupported_media_type", "use multipart/form-data with a `file` part");
@@ -221,7 +247,15 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
 
   r.get("/v1/files/download", {
     config,
-    schema: { tags: ["files"], summary: "Presigned download URL (about 1 hour)", querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }) },
+    schema: {
+      tags: ["files"], summary: "Presigned download URL (about 1 hour)", operationId: "getDownloadUrl",
+      description: "The caller fetches downloadUrl directly for the bytes (Range requests supported).",
+      querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }),
+      response: {
+        200: jsonResponse(dataOf(z.object({ downloadUrl: z.string().describe("Presigned GET URL."), key: z.string(), expiresIn: z.number().int().describe("Seconds the URL stays valid.") })), "A presigned download URL."),
+        ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+      },
+    },
   }, async (req) => {
     const { key, storageKey } = await existingFile(req, req.query);
     const downloadUrl = await store.presignGet(storageKey, { expiresIn: DOWNLOAD_URL_SECONDS });
@@ -230,7 +264,11 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
 
   r.delete("/v1/files", {
     config,
-    schema: { tags: ["files"], summary: "Delete a file", querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }) },
+    schema: {
+      tags: ["files"], summary: "Delete a file", operationId: "deleteFile",
+      querystring: z.object({ workspace_id: workspaceId, key: z.string().min(1).max(1024) }),
+      response: { 200: jsonResponse(dataOf(z.object({ key: z.string(), deleted: z.boolean().describe("Always true.") })), "The file is deleted."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+    },
   }, async (req) => {
     const { key, storageKey } = await existingFile(req, req.query);
     await store.delete(storageKey);
@@ -240,7 +278,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   r.post("/v1/files/upload-url", {
     config,
     schema: {
-      tags: ["files"], summary: "Step 1 of the large-file flow: a presigned PUT URL",
+      tags: ["files"], summary: "Step 1 of the large-file flow: a presigned PUT URL", operationId: "createUploadUrl",
+      description: "Step 2: PUT the bytes to uploadUrl (with the same Content-Type when one was given; at most 5 GiB). Step 3: POST /v1/files/upload-confirm.",
       body: z.object({
         // One plain name of at most 255 bytes (UTF-8): checked by fileName, which names the field.
         filename: z.string().min(1).max(1024),
@@ -250,6 +289,15 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
         size: z.number().int().nonnegative().optional(),
         path: z.string().max(1024).optional(),
       }),
+      response: {
+        200: jsonResponse(dataOf(z.object({
+          uploadUrl: z.string().describe("Presigned PUT URL."),
+          fileKey: z.string().describe("The key the file will have: pass it to upload-confirm."),
+          expiresIn: z.number().int().describe("Seconds the URL stays valid."),
+          contentType: z.string().optional().describe("The Content-Type the PUT must carry, when one was given."),
+        })), "A presigned upload URL."),
+        ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
+      },
     },
   }, async (req) => {
     const b = req.body;
@@ -266,7 +314,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   r.post("/v1/files/upload-confirm", {
     config,
     schema: {
-      tags: ["files"], summary: "Step 3 of the large-file flow: confirm the upload",
+      tags: ["files"], summary: "Step 3 of the large-file flow: confirm the upload", operationId: "confirmUpload",
+      description: "409 when nothing was uploaded to the key or its size differs from `size`.",
       body: z.object({
         file_key: z.string().min(1).max(1024).optional(),
         fileKey: z.string().min(1).max(1024).optional(),
@@ -274,6 +323,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
         filename: z.string().max(255).optional(),
         size: z.number().int().nonnegative().optional(),
       }),
+      response: { 200: jsonResponse(dataOf(FileSchema), "The uploaded file, with its checksum."), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503) },
     },
   }, async (req) => {
     const b = req.body;

@@ -1,0 +1,278 @@
+/**
+ * The OpenAPI document (GET /v1/openapi.json) is complete and true: it validates as OpenAPI
+ * 3.1; every route the app registers is in it (and nothing else); each operation has an id,
+ * tags, a summary, a success response with a schema and its error responses as the `Error`
+ * component; the upload is multipart/form-data; the inline pipeline `spec` is the spec's own
+ * schema; and, for a scenario that calls every operation, each status and content type the
+ * app answered with is documented for that operation, each JSON body matches the declared
+ * schema with nothing undocumented, and the documented success statuses are exactly the ones
+ * sent (201 where the handler sends 201).
+ */
+import t from "tap";
+import type { FastifyInstance } from "fastify";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import type { z } from "zod";
+import { PRESIGNED_PATH } from "../../adapters/local/presign.js";
+import { MAX_STEPS } from "../../core/spec/schema.js";
+import { multipartBody, testApp, type TestApp } from "../support/app.js";
+
+type Json = Record<string, unknown>;
+interface MediaType { schema?: Json }
+interface Response { description?: string; content?: Record<string, MediaType>; headers?: Json }
+interface Operation { operationId?: string; summary?: string; tags?: string[]; security?: unknown[]; requestBody?: { content?: Record<string, MediaType> }; responses: Record<string, Response> }
+interface Document { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Json>; securitySchemes: Record<string, Json> }; security: Array<Record<string, string[]>>; tags: Array<{ name: string }> }
+
+/**
+ * Routes that are not in the document, each for a reason. They are all public (no key): the
+ * document's contract, checked in auth.test.ts, is that every operation in it needs a key.
+ */
+const NOT_API: Record<string, string> = {
+  "GET /healthz": "liveness probe, for the orchestrator",
+  "GET /readyz": "readiness probe, for the orchestrator",
+  "GET /metrics": "Prometheus scrape endpoint, for monitoring",
+  "GET /v1/openapi.json": "the document itself",
+  // Embedded mode's presigned URLs: clients never build them, they use the uploadUrl and
+  // downloadUrl that upload-url and download return (documented there), signed, not keyed.
+  [`GET ${PRESIGNED_PATH}`]: "presigned download URL target",
+  [`PUT ${PRESIGNED_PATH}`]: "presigned upload URL target",
+};
+
+const toPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+
+/** Every route the app registers (printRoutes' tree, each one confirmed with hasRoute), HEAD excluded. */
+function registeredRoutes(app: FastifyInstance): Array<{ method: string; url: string }> {
+  const out: Array<{ method: string; url: string }> = [];
+  const prefixes: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split("\n")) {
+    const m = /^((?:│ {3}| {4})*)(?:├── |└── )(\S+)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = (m[1] ?? "").length / 4;
+    const url = (depth > 0 ? (prefixes[depth - 1] ?? "") : "") + m[2];
+    prefixes[depth] = url;
+    prefixes.length = depth + 1;
+    for (const method of m[3]?.split(", ") ?? []) if (method !== "HEAD") out.push({ method, url });
+  }
+  return out;
+}
+
+/** Follows a `#/components/schemas/` reference. */
+function deref(doc: Document, schema: Json | undefined): Json | undefined {
+  const ref = schema?.$ref;
+  return typeof ref === "string" && ref.startsWith("#/components/schemas/") ? doc.components.schemas[ref.slice("#/components/schemas/".length)] : schema;
+}
+
+function operations(doc: Document): Array<{ method: string; path: string; op: Operation }> {
+  return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), path, op })));
+}
+
+/** What the app answered, per request: route pattern, status, content type, JSON body and the route's declared responses. */
+interface Seen { method: string; route: string; status: number; type: string; payload: string | undefined; declared: unknown }
+function record(app: FastifyInstance, into: Seen[]): void {
+  app.addHook("onSend", async (req, reply, payload) => {
+    const route = req.routeOptions.url;
+    if (route !== undefined && req.method !== "HEAD") {
+      const type = String(reply.getHeader("content-type") ?? "").split(";")[0]?.trim() ?? "";
+      into.push({ method: req.method, route, status: reply.statusCode, type, payload: typeof payload === "string" ? payload : undefined, declared: req.routeOptions.schema?.response });
+    }
+    return payload;
+  });
+}
+
+const a: TestApp = await testApp({ engine: {} });
+t.teardown(() => a.close());
+const seen: Seen[] = [];
+record(a.app, seen);
+const res = await a.app.inject({ method: "GET", url: "/v1/openapi.json" });
+const doc = res.json() as Document;
+
+t.test("the document is served and is valid OpenAPI 3.1", async (t) => {
+  t.equal(res.statusCode, 200);
+  t.match(res.headers["content-type"], /application\/json/);
+  t.match(doc.openapi, /^3\.1\./);
+  const result = await new Validator().validate(doc as unknown as Json);
+  t.ok(result.valid, `valid: ${JSON.stringify(result.errors, null, 1)}`);
+  // The validator checks the shape; a reference to a missing component is checked here.
+  const dangling: string[] = [];
+  JSON.stringify(doc, (k, v: unknown) => {
+    if (k === "$ref" && typeof v === "string" && !(v.startsWith("#/components/schemas/") && doc.components.schemas[v.slice(21)])) dangling.push(v);
+    return v;
+  });
+  t.same(dangling, [], "every $ref resolves");
+});
+
+t.test("every route the app registers is documented, and nothing else", async (t) => {
+  const routes = registeredRoutes(a.app);
+  for (const r of routes) t.ok(a.app.hasRoute({ method: r.method as "GET", url: r.url }), `${r.method} ${r.url} is a route (parsed right)`);
+  t.ok(routes.some((r) => r.method === "POST" && r.url === "/v1/files/upload-url"), "nested routes are found");
+  t.ok(routes.some((r) => r.method === "GET" && r.url === "/v1/pipelines/:id/steps/:stepId/logs"), "routes with parameters are found");
+  const api = routes.filter((r) => !(`${r.method} ${r.url}` in NOT_API));
+  t.ok(api.length >= 20, `${api.length} API routes`);
+  const missing = api.filter((r) => !doc.paths[toPath(r.url)]?.[r.method.toLowerCase()]).map((r) => `${r.method} ${r.url}`);
+  t.same(missing, [], "every API route is in the document");
+  const documented = operations(doc).map((o) => `${o.method} ${o.path}`).sort();
+  t.same(documented, api.map((r) => `${r.method} ${toPath(r.url)}`).sort(), "the document has no operation the app does not serve");
+  for (const k of Object.keys(NOT_API)) t.ok(routes.some((r) => `${r.method} ${r.url}` === k), `${k} (not documented: ${NOT_API[k]}) is still a route`);
+});
+
+t.test("every operation has an id, tags, a summary, a success schema and the Error component for its errors", async (t) => {
+  const ids = new Set<string>();
+  const tagNames = new Set(doc.tags.map((x) => x.name));
+  for (const { method, path, op } of operations(doc)) {
+    const name = `${method} ${path}`;
+    t.match(op.operationId, /^[a-z][A-Za-z]+$/, `${name}: operationId`);
+    t.notOk(ids.has(op.operationId ?? ""), `${name}: operationId is unique`);
+    ids.add(op.operationId ?? "");
+    t.ok(op.summary && op.summary.length <= 100, `${name}: a short summary`);
+    t.ok(op.tags && op.tags.length > 0 && op.tags.every((x) => tagNames.has(x)), `${name}: tags, declared in the document's tags`);
+    t.equal(op.security, undefined, `${name}: the document's security (a key) applies`);
+    const success = Object.entries(op.responses).filter(([s]) => /^2\d\d$/.test(s));
+    t.ok(success.some(([, r]) => Object.values(r.content ?? {}).some((m) => m.schema && Object.keys(m.schema).length > 0)), `${name}: a 2xx response with a schema`);
+    const errors = Object.entries(op.responses).filter(([s]) => /^[45]\d\d$/.test(s));
+    for (const s of ["401", "429", "500"]) t.ok(op.responses[s], `${name}: documents ${s}`);
+    for (const [s, r] of errors) {
+      t.same(Object.keys(r.content ?? {}), ["application/json"], `${name} ${s}: JSON`);
+      t.equal(r.content?.["application/json"]?.schema?.$ref, "#/components/schemas/Error", `${name} ${s}: the Error component`);
+      t.ok(r.description && r.description !== "Default Response", `${name} ${s}: described`);
+    }
+    for (const s of ["429", "503"]) if (op.responses[s]) t.ok(op.responses[s]?.headers?.["retry-after"], `${name} ${s}: Retry-After`);
+  }
+  const error = doc.components.schemas.Error as { properties?: Json; required?: string[] } | undefined;
+  t.same(Object.keys(error?.properties ?? {}).sort(), ["details", "error", "message", "request_id"], "Error: the envelope's fields");
+  t.same([...(error?.required ?? [])].sort(), ["error", "message", "request_id"], "Error: required fields");
+});
+
+t.test("the API key: Authorization: Bearer or X-API-Key, as the app accepts", async (t) => {
+  t.match(doc.components.securitySchemes.bearer, { type: "http", scheme: "bearer" });
+  t.match(doc.components.securitySchemes.apiKey, { type: "apiKey", in: "header", name: "X-API-Key" });
+  t.same(doc.security, [{ bearer: [] }, { apiKey: [] }], "either scheme");
+  await a.service.createWorkspace("acme", "ws0");
+  const key = await a.key("acme", ["files"]);
+  t.equal((await a.app.inject({ method: "GET", url: "/v1/workspaces", headers: { authorization: `Bearer ${key}` } })).statusCode, 200, "Bearer works");
+  t.equal((await a.app.inject({ method: "GET", url: "/v1/workspaces", headers: { "x-api-key": key } })).statusCode, 200, "X-API-Key works");
+});
+
+t.test("the upload is documented as multipart/form-data with its file part and fields", async (t) => {
+  const body = doc.paths["/v1/files/upload"]?.post?.requestBody;
+  t.same(Object.keys(body?.content ?? {}), ["multipart/form-data"]);
+  const schema = body?.content?.["multipart/form-data"]?.schema as { properties?: Record<string, Json>; required?: string[] } | undefined;
+  t.match(schema?.properties?.file, { type: "string", format: "binary" }, "the file part");
+  t.ok(schema?.required?.includes("file"), "the file part is required");
+  for (const f of ["workspace_id", "path", "description"]) t.ok(schema?.properties?.[f], `field ${f}`);
+});
+
+t.test("the inline pipeline spec is the spec's own schema", async (t) => {
+  for (const path of ["/v1/pipelines", "/v1/pipelines/validate"]) {
+    const body = doc.paths[path]?.post?.requestBody?.content?.["application/json"]?.schema as { properties?: Record<string, Json> } | undefined;
+    const spec = deref(doc, body?.properties?.spec) as { type?: string; properties?: Record<string, Json>; required?: string[] } | undefined;
+    t.ok(spec && Object.keys(spec).length > 0, `${path}: spec is not an empty schema`);
+    t.equal(spec?.type, "object", `${path}: spec is an object`);
+    t.match(spec?.properties?.steps, { type: "array", maxItems: MAX_STEPS }, `${path}: spec.steps, as core/spec/schema.ts says`);
+    t.ok(spec?.required?.includes("steps"), `${path}: steps are required`);
+    const step = (spec?.properties?.steps as { items?: { properties?: Json } } | undefined)?.items;
+    for (const f of ["stepId", "toolName", "parameters", "dependsOn"]) t.ok(step?.properties?.[f], `${path}: a step's ${f}`);
+  }
+});
+
+t.test("what the app answers is what the document says", async (t) => {
+  await a.service.createWorkspace("acme", "ws1");
+  const all = { authorization: `Bearer ${await a.key("acme", ["files", "tools", "conversations"])}` };
+  const convOnly = { authorization: `Bearer ${await a.key("acme", ["conversations"])}` };
+  const call = (method: "GET" | "POST" | "DELETE", url: string, payload?: object, headers: Record<string, string> = all) =>
+    a.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
+  const expect = async <R extends { statusCode: number; body: string }>(p: Promise<R>, status: number, what: string): Promise<R> => {
+    const r = await p;
+    t.equal(r.statusCode, status, `${what}: ${status} (${r.body.slice(0, 200)})`);
+    return r;
+  };
+
+  // Workspaces and files.
+  await expect(call("GET", "/v1/workspaces"), 200, "list workspaces");
+  await expect(call("GET", "/v1/workspaces", undefined, {}), 401, "no key");
+  await expect(call("GET", "/v1/files?workspace_id=ws1", undefined, convOnly), 403, "wrong scope");
+  const upload = multipartBody([["workspace_id", "ws1"], ["path", "data"], ["description", "d"]], { name: "file", filename: "ok.txt", content: "hello\n", type: "text/plain" });
+  await expect(a.app.inject({ method: "POST", url: "/v1/files/upload", headers: { ...all, ...upload.headers }, payload: upload.payload }), 201, "upload");
+  const other = multipartBody([["workspace_id", "ws1"]], { name: "file", filename: "gone.txt", content: "x" });
+  await expect(a.app.inject({ method: "POST", url: "/v1/files/upload", headers: { ...all, ...other.headers }, payload: other.payload }), 201, "upload another");
+  await expect(call("POST", "/v1/files/upload", { workspace_id: "ws1" }), 415, "upload without multipart");
+  await expect(call("GET", "/v1/files?workspace_id=ws1"), 200, "list files");
+  await expect(call("GET", "/v1/files"), 400, "list files without workspace_id");
+  await expect(call("GET", "/v1/files?workspace_id=nope"), 404, "unknown workspace");
+  await expect(call("GET", "/v1/files/download?workspace_id=ws1&key=data/ok.txt"), 200, "download URL");
+  await expect(call("DELETE", "/v1/files?workspace_id=ws1&key=gone.txt"), 200, "delete");
+  await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 3 }), 413, "upload-url over 5 GiB");
+  await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", content_type: "application/octet-stream" }), 200, "upload-url");
+  await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "big.bin" }), 409, "confirm before the PUT");
+  await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "data/ok.txt" }), 200, "confirm");
+
+  // Conversations.
+  const now = new Date().toISOString();
+  await a.service.saveConversation({ id: "c1", organization: "acme", workspace_id: "ws1", title: "T", created_at: now, updated_at: now, messages: [{ role: "user", content: "hi", created_at: now }] });
+  await expect(call("GET", "/v1/conversations?workspace_id=ws1"), 200, "list conversations");
+  await expect(call("GET", "/v1/conversations/c1?workspace_id=ws1"), 200, "get a conversation");
+  await expect(call("GET", "/v1/conversations/c2?workspace_id=ws1"), 404, "unknown conversation");
+
+  // Tools.
+  await expect(call("GET", "/v1/tools"), 200, "list tools");
+  await expect(call("POST", "/v1/tools/nope/run", { input: {} }), 404, "unknown tool");
+  await expect(call("POST", "/v1/tools/tabix/run", { input: { command: "bgzip", inputFile: "data/ok.txt" }, workspace_id: "ws1" }), 200, "run a tool");
+
+  // Pipelines.
+  const spec = { steps: [{ stepId: "zip", toolName: "tabix", parameters: { command: "bgzip", inputFile: "data/ok.txt" } }] };
+  await expect(call("POST", "/v1/pipelines/validate", { workspace_id: "ws1", spec }), 200, "validate");
+  await expect(call("POST", "/v1/pipelines/validate", { workspace_id: "ws1" }), 400, "validate without a spec");
+  await expect(call("POST", "/v1/pipelines", { workspace_id: "ws1", spec: { steps: [{ stepId: "s", toolName: "nosuchtool" }] } }), 422, "an invalid spec");
+  const created = await expect(call("POST", "/v1/pipelines", { workspace_id: "ws1", spec }), 201, "start a run");
+  const id = (created.json() as { data: { id: string } }).data.id;
+  for (let end = Date.now() + 60_000; Date.now() < end;) {
+    const r = await call("GET", `/v1/pipelines/${id}?workspace_id=ws1`);
+    if (["completed", "failed", "cancelled"].includes((r.json() as { data: { status: string } }).data.status)) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  await expect(call("GET", `/v1/pipelines/${id}?workspace_id=ws1`), 200, "poll");
+  await expect(call("GET", "/v1/pipelines/run-nope?workspace_id=ws1"), 404, "unknown run");
+  await expect(call("GET", "/v1/pipelines?workspace_id=ws1"), 200, "list runs");
+  await expect(call("GET", `/v1/pipelines/${id}/steps/zip/logs?workspace_id=ws1`), 200, "step log");
+  await expect(call("POST", `/v1/pipelines/${id}/save-spec`, { workspace_id: "ws1", name: "zipped" }), 201, "save-spec");
+  await expect(call("POST", `/v1/pipelines/${id}/save-spec`, { workspace_id: "ws1", name: "zipped" }), 409, "save-spec, name taken");
+  await expect(call("DELETE", `/v1/pipelines/${id}?workspace_id=ws1`), 200, "cancel (an ended run)");
+  await expect(call("GET", "/v1/pipelines/definitions?workspace_id=ws1"), 200, "definitions");
+  const builtin = [...(a.engine?.builtins.keys() ?? [])][0] ?? "";
+  await expect(call("GET", `/v1/pipelines/definitions/${builtin}`), 200, "a definition");
+  await expect(call("GET", "/v1/pipelines/definitions/nope"), 404, "unknown definition");
+
+  // Rate limited (another app, limited to one request a minute).
+  const limited = await testApp({ rateLimit: 1 });
+  t.teardown(() => limited.close());
+  record(limited.app, seen);
+  const lkey = { authorization: `Bearer ${await limited.key("acme", ["files"])}` };
+  await limited.app.inject({ method: "GET", url: "/v1/workspaces", headers: lkey });
+  await expect(limited.app.inject({ method: "GET", url: "/v1/workspaces", headers: lkey }), 429, "rate limited");
+
+  const api = seen.filter((s) => !(`${s.method} ${s.route}` in NOT_API));
+  const opOf = (s: Seen) => doc.paths[toPath(s.route)]?.[s.method.toLowerCase()];
+  t.same(api.filter((s) => !opOf(s)).map((s) => `${s.method} ${s.route}`), [], "every route answered is documented");
+  t.same(api.filter((s) => !opOf(s)?.responses[String(s.status)]).map((s) => `${s.method} ${s.route} ${s.status}`), [], "every status answered is documented for its operation");
+  t.same(api.filter((s) => !opOf(s)?.responses[String(s.status)]?.content?.[s.type]).map((s) => `${s.method} ${s.route} ${s.status} ${s.type}`), [], "every content type answered is documented for its status");
+
+  // Each JSON body parses with the route's declared zod schema (the document's source) to itself: nothing undocumented.
+  const mismatches: string[] = [];
+  for (const s of api.filter((x) => x.type === "application/json" && x.payload !== undefined)) {
+    const declared = (s.declared as Record<string, { content?: Record<string, { schema?: z.ZodType }> }> | undefined)?.[s.status]?.content?.["application/json"]?.schema;
+    const body: unknown = JSON.parse(s.payload ?? "null");
+    const parsed = declared?.safeParse(body);
+    if (!parsed?.success) mismatches.push(`${s.method} ${s.route} ${s.status}: ${parsed ? JSON.stringify(parsed.error.issues).slice(0, 300) : "no schema declared"}`);
+    else if (JSON.stringify(parsed.data) !== JSON.stringify(body)) mismatches.push(`${s.method} ${s.route} ${s.status}: fields the schema does not declare in ${s.payload?.slice(0, 300)}`);
+  }
+  t.same(mismatches, [], "every JSON body is what its schema documents");
+
+  // Success statuses: each operation answered with a 2xx, and documents exactly the 2xx it sent (201, not 200, where the handler sends 201).
+  for (const { method, path, op } of operations(doc)) {
+    const sent = [...new Set(api.filter((s) => s.method === method && toPath(s.route) === path && s.status < 300).map((s) => String(s.status)))].sort();
+    t.ok(sent.length > 0, `${method} ${path}: called with success in this scenario`);
+    t.same(Object.keys(op.responses).filter((s) => /^2\d\d$/.test(s)).sort(), sent, `${method} ${path}: documents the success status it sends (${sent.join(", ")})`);
+  }
+  for (const [method, path] of [["post", "/v1/files/upload"], ["post", "/v1/pipelines"], ["post", "/v1/pipelines/{id}/save-spec"]] as const) {
+    t.ok(doc.paths[path]?.[method]?.responses["201"], `${method} ${path}: 201`);
+    t.notOk(doc.paths[path]?.[method]?.responses["200"], `${method} ${path}: not 200`);
+  }
+});
