@@ -1,15 +1,29 @@
 /**
  * Cluster mode's StepExecutor: one `batch/v1` Job per step attempt (DESIGN §4). What a Job
- * looks like and what its state means is decided in core/kubernetes/jobs.ts; this adapter creates Jobs
- * (AlreadyExists counts as done), watches Jobs and their pods through supervised informers,
- * stops Jobs by annotating and suspending them (the record stays, so a stopped step is never
- * mistaken for one that never started), reads outputs from the stage-out helper's
- * termination message (or HEADs them in object storage), and keeps step logs in storage.
+ * looks like and what its state means is decided in core/kubernetes/jobs.ts; this adapter
+ * moves objects, split the way Nextflow splits an executor from its task handlers:
+ *  - the submitter creates a step's Job (AlreadyExists counts as done);
+ *  - one handle per step attempt (per Job name) owns everything known or done about it: when
+ *    its end was first seen, its outputs (read once, from the stage-out helper's termination
+ *    message, else by HEADs in object storage), its pod look-up, whether its log was copied,
+ *    whether a stop is in flight.
+ * Jobs and their pods are watched through supervised informers. `observe(run)` — the
+ * reconciler's read path — only reads (the caches, the handles' outputs, a pod the watch has
+ * not delivered): it writes nothing to the API or to storage. The writes happen on the watch
+ * side, level-triggered: whenever a Job or its pod changes, the Job's handle syncs — a Job
+ * whose pod cannot start is stopped, and the tool's log of an ended Job is copied into the run
+ * folder (`logs/<step>.log`), once, while its run has not finished; a write that fails is
+ * tried again after a back-off. Jobs are stopped (here, or by `kill` on the engine's request)
+ * by annotating and suspending them: the record stays, so a stopped step is never mistaken
+ * for one that never started. Until the engine starts (its run store synced, so `runFinished`
+ * is known) the watch side writes nothing: the first list reports every Job, also those of
+ * runs that finished long ago.
  *
- * What it keeps per run and per Job beside the informer caches (indexes, outputs read, logs
- * saved, pod look-ups) is dropped when the run ends (`forgetRun`, and `runFinished` keeps a
- * finished run's Jobs out of the indexes) or when the Job is deleted.
+ * What it keeps beside the informer caches — the per-run index, the pod index and the
+ * handles — is dropped when the run ends (`forgetRun`, and `runFinished` keeps a finished
+ * run's Jobs out of the index) or when the Job is deleted.
  */
+import { stepLogKeyIn } from "../../core/layout.js";
 import { EventEmitter } from "node:events";
 import { buildJob, jobActive, jobForCache, jobStep, observeJob, podForCache, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
 import { ANNOTATION, LABEL } from "../../core/kubernetes/pipelinerun.js";
@@ -35,7 +49,9 @@ export interface JobExecutorOptions {
   onError?: (e: unknown) => void;
   /**
    * Whether the run has finished (its status says so). Nothing is kept for the Jobs of a
-   * finished run: the reconciler never looks at it again. Unknown runs count as unfinished.
+   * finished run, and nothing is written for them: the reconciler never looks at it again.
+   * Only trusted once the engine uses the executor (its run store has synced by then): until
+   * then the watch side writes nothing.
    */
   runFinished?: (runId: string) => boolean;
 }
@@ -44,6 +60,9 @@ export interface JobExecutorOptions {
 export interface JobExecutorCacheSizes {
   jobsByRun: number;
   podsByJob: number;
+  /** Step attempts with a handle (indexed Jobs). */
+  handles: number;
+  /** Of those: whose end was seen, whose outputs were read, whose log was copied (or is being), with a pod look-up, with a stop in flight. */
   endSeen: number;
   outputs: number;
   logsSaved: number;
@@ -53,6 +72,9 @@ export interface JobExecutorCacheSizes {
 
 /** How long copying one step log may take in all. */
 const LOG_DEADLINE_MS = 60_000;
+/** A failed write of the watch side is tried again after this, doubling up to the maximum. */
+const RETRY_MS = 1000;
+const RETRY_MAX_MS = 60_000;
 
 export interface KubeJobExecutor extends StepExecutor {
   start(): Promise<void>;
@@ -66,37 +88,112 @@ export interface KubeJobExecutor extends StepExecutor {
   cacheSizes(): JobExecutorCacheSizes;
 }
 
+/**
+ * One step attempt (one Job): what is known or done about it beyond the Job and pod caches.
+ * Dropped with its run or its Job; work in flight on a dropped handle (a log copy of the
+ * run's last step, a stop) finishes, but it is never synced again.
+ */
+interface StepHandle {
+  readonly job: string;
+  readonly runId: string;
+  /** When this process first saw the Job ended (its own clock; for latency metrics). */
+  endSeen: number | undefined;
+  /** The Job's outputs once completed, read once (termination message, else storage). */
+  outputs: Promise<StepOutput[] | string> | undefined;
+  /** The pod read from the API when the pod watch had not delivered it, once. */
+  podLookup: Promise<Pod | undefined> | undefined;
+  /** The tool's log: being copied into storage, or copied (or there was none). */
+  log: "copying" | "saved" | undefined;
+  /** A stop (the PATCH) is in flight. */
+  stopping: boolean;
+  /** A failed write is tried again by this timer. */
+  retry: NodeJS.Timeout | undefined;
+  failures: number;
+}
+
 export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   const { client, namespace } = opts;
   const tools = opts.tools ?? defaultCatalogue;
   const clock = opts.clock ?? { now: () => Date.now() };
+  const onError = (e: unknown) => { try { opts.onError?.(e); } catch { /* a reporter must not break a watch handler */ } };
   const events = new EventEmitter();
   events.setMaxListeners(100);
   const selector = LABEL.run;
   const runOf = (obj: KubeObject) => obj.metadata.annotations?.[ANNOTATION.runId] ?? obj.metadata.labels?.[LABEL.run];
   const finished = (runId: string | undefined) => runId !== undefined && (opts.runFinished?.(runId) ?? false);
-  const common = { ...(opts.onError ? { onError: opts.onError } : {}), ...(opts.quietMs ? { quietMs: opts.quietMs } : {}) };
+  const toolOf = (job: Job) => tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
+  const common = { onError, ...(opts.quietMs ? { quietMs: opts.quietMs } : {}) };
+
   // Indexes kept beside the caches (the informers update the cache before calling back), so
   // observe(run) looks at the run's Jobs only, not at every Job and pod in the namespace.
+  // A pod may arrive before its Job (separate watches): pods are indexed by Job name.
   const jobsByRun = new Map<string, Set<string>>();
   const podsByJob = new Map<string, Set<string>>();
+  /** The handle of every indexed Job, by Job name (`jobsByRun` holds the same names). */
+  const handles = new Map<string, StepHandle>();
   const index = (m: Map<string, Set<string>>, key: string, name: string, present: boolean) => {
     const set = m.get(key) ?? new Set<string>();
     if (present) { set.add(name); m.set(key, set); } else { set.delete(name); if (set.size === 0) m.delete(key); }
   };
   const jobOfPod = (p: KubeObject) => p.metadata.labels?.["job-name"] ?? p.metadata.labels?.["batch.kubernetes.io/job-name"];
-  /** When each ended Job was first seen ended (this process's clock; for latency metrics). */
-  const endSeen = new Map<string, number>();
+
+  /** Indexes the Job under its run and gives it a handle (the one it has, if any). */
+  function track(runId: string, name: string): StepHandle {
+    let h = handles.get(name);
+    if (!h) {
+      h = { job: name, runId, endSeen: undefined, outputs: undefined, podLookup: undefined, log: undefined, stopping: false, retry: undefined, failures: 0 };
+      handles.set(name, h);
+    }
+    index(jobsByRun, h.runId, name, true);
+    return h;
+  }
+  /** A deleted Job (its TTL passed, or its run was deleted) or one of a finished run leaves nothing behind here. */
+  function forgetJob(name: string): void {
+    const h = handles.get(name);
+    if (h) {
+      clearTimeout(h.retry);
+      handles.delete(name);
+      index(jobsByRun, h.runId, name, false);
+    }
+    podsByJob.delete(name);
+  }
+  function forgetRun(runId: string): void {
+    for (const name of [...(jobsByRun.get(runId) ?? [])]) forgetJob(name);
+    jobsByRun.delete(runId);
+  }
+  const attached = (h: StepHandle) => handles.get(h.job) === h;
+
+  /**
+   * Whether the watch side may write. Only once the informers have listed and the engine uses
+   * the executor (or no `runFinished` was given): before that, whether a run finished is not
+   * known, and the first list reports every Job, those of long-finished runs too.
+   */
+  let started = false;
+  let engineRunning = opts.runFinished === undefined;
+  let writing = false;
+  let stopped = false;
+  function mayWrite(): void {
+    if (writing || stopped || !started || !engineRunning) return;
+    writing = true;
+    // Level-triggered: what the informers reported meanwhile is acted on now. A run that
+    // finished meanwhile (or before this process started) is dropped instead.
+    for (const [runId, names] of [...jobsByRun]) {
+      if (finished(runId)) { forgetRun(runId); continue; }
+      for (const name of [...names]) { const h = handles.get(name); if (h) sync(h); }
+    }
+  }
+  /** Called by the engine's entry points: its run store has synced before it calls any. */
+  const engineStarted = () => { engineRunning = true; mayWrite(); };
+
   const jobs: Informer<Job> = new Informer<Job>({
     client, path: paths.jobs(namespace), labelSelector: selector, transform: jobForCache,
     onChange: (j) => {
       const r = runOf(j);
       if (!r) return;
+      const name = j.metadata.name;
       // A finished run's Jobs are not indexed (nothing observes the run again).
-      const present = jobs.get(j.metadata.name) !== undefined && !finished(r);
-      index(jobsByRun, r, j.metadata.name, present);
-      if (!present) forgetJob(j.metadata.name);
-      else if (!jobActive(j) && !endSeen.has(j.metadata.name)) endSeen.set(j.metadata.name, clock.now());
+      if (jobs.get(name) !== undefined && !finished(r)) sync(track(r, name));
+      else forgetJob(name);
       events.emit("change", r);
     },
     ...common,
@@ -109,46 +206,48 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       const j = jobs.get(job);
       const r = j ? runOf(j) : undefined;
       index(podsByJob, job, p.metadata.name, pods.get(p.metadata.name) !== undefined && !finished(r));
+      const h = handles.get(job);
+      if (h) sync(h);
       if (r) events.emit("change", r);
     },
     ...common,
   });
-  /** A deleted Job (its TTL passed, or its run was deleted) leaves nothing behind here. */
-  const forgetJob = (name: string) => {
-    endSeen.delete(name);
-    outputs.delete(name);
-    logsSaved.delete(name);
-    podLookups.delete(name);
-    podsByJob.delete(name);
-  };
-  /** Outputs of completed Jobs (read once, from the termination message or storage). */
-  const outputs = new Map<string, Promise<StepOutput[] | string>>();
-  /** Jobs whose logs were copied to storage. */
-  const logsSaved = new Set<string>();
-  const stopping = new Set<string>();
 
-  /** The Job's newest pod. */
-  const podOf = (job: Job): Pod | undefined => {
+  const newest = (list: Iterable<Pod>): Pod | undefined => {
     let best: Pod | undefined;
-    for (const name of podsByJob.get(job.metadata.name) ?? []) {
-      const p = pods.get(name);
-      if (p && (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? ""))) best = p;
-    }
+    for (const p of list) if (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "")) best = p;
     return best;
   };
+  /** The Job's newest pod the pod index knows. */
+  const podOf = (job: string): Pod | undefined => newest([...(podsByJob.get(job) ?? [])].map((n) => pods.get(n)).filter((p): p is Pod => p !== undefined));
 
-  const jobsOf = (runId: string): Job[] => [...(jobsByRun.get(runId) ?? [])].map((n) => jobs.get(n)).filter((j): j is Job => j !== undefined);
-
-  function latestByStep(runId: string): Map<string, Job> {
-    const out = new Map<string, Job>();
-    for (const j of jobsOf(runId)) {
-      const s = jobStep(j);
-      if (!s) continue;
-      const cur = out.get(s.stepId);
-      if (!cur || Number(cur.metadata.annotations?.[ANNOTATION.attempt]) < s.attempt) out.set(s.stepId, j);
+  /** The run's indexed Jobs with their handles. */
+  function attemptsOf(runId: string): Array<{ h: StepHandle; job: Job }> {
+    const out: Array<{ h: StepHandle; job: Job }> = [];
+    for (const name of jobsByRun.get(runId) ?? []) {
+      const job = jobs.get(name);
+      const h = handles.get(name);
+      if (job && h) out.push({ h, job });
     }
     return out;
   }
+  const jobsOf = (runId: string): Job[] => attemptsOf(runId).map((a) => a.job);
+
+  /** The newest attempt of each of the run's steps. */
+  function latestByStep(runId: string): Map<string, { h: StepHandle; job: Job }> {
+    const out = new Map<string, { h: StepHandle; job: Job }>();
+    for (const a of attemptsOf(runId)) {
+      const s = jobStep(a.job);
+      if (!s) continue;
+      const cur = out.get(s.stepId);
+      if (!cur || Number(cur.job.metadata.annotations?.[ANNOTATION.attempt]) < s.attempt) out.set(s.stepId, a);
+    }
+    return out;
+  }
+
+  /* ---------------------------------------------------------------- the handle's reads */
+
+  const completedJob = (job: Job) => job.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ?? false;
 
   /**
    * The pod of an ended Job that the pod watch has not delivered yet (the Job and pod watches
@@ -157,66 +256,49 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
    * eviction) and not only "the Job failed", and the log is copied even when this was the
    * run's last step (nothing reconciles it again).
    */
-  const podLookups = new Map<string, Promise<Pod | undefined>>();
-  function lookUpPod(job: Job, fresh: boolean): Promise<Pod | undefined> {
-    let p = podLookups.get(job.metadata.name);
-    if (!p) {
-      p = (async () => {
-        // A failure's explanation needs the pod's last state (a consistent read); a log only
-        // needs the pod's name, which the API server's cache has (resourceVersion 0: cheaper).
-        const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${job.metadata.name}`, ...(fresh ? {} : { resourceVersion: "0" }) } });
-        // The run may have ended meanwhile: then the pod is only returned, not indexed.
-        const keep = !finished(runOf(job));
-        for (const pod of list.items) {
-          pods.assume(pod);
-          if (keep) index(podsByJob, job.metadata.name, pod.metadata.name, true);
-        }
-        return keep ? podOf(job) : list.items.reduce<Pod | undefined>((best, p) => (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "") ? p : best), undefined);
-      })();
-      podLookups.set(job.metadata.name, p);
-      void p.catch(() => podLookups.delete(job.metadata.name));
-    }
+  function lookUpPod(h: StepHandle, job: Job): Promise<Pod | undefined> {
+    if (h.podLookup) return h.podLookup;
+    // A failure's explanation needs the pod's last state (a consistent read); a completed
+    // Job's log only needs the pod's name, which the API server's cache has (resourceVersion 0: cheaper).
+    const fresh = !completedJob(job);
+    const p = (async () => {
+      const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${h.job}`, ...(fresh ? {} : { resourceVersion: "0" }) } });
+      // The run may have ended meanwhile (its handle dropped): then the pod is only returned, not indexed.
+      const keep = attached(h) && !finished(h.runId);
+      for (const pod of list.items) {
+        pods.assume(pod);
+        if (keep) index(podsByJob, h.job, pod.metadata.name, true);
+      }
+      return keep ? podOf(h.job) : newest(list.items);
+    })();
+    h.podLookup = p;
+    p.catch(() => { if (h.podLookup === p) h.podLookup = undefined; });
     return p;
   }
 
-  /** Outputs of a completed Job: the stage-out helper's report, else what storage holds. */
-  function readOutputs(job: Job, pod: Pod | undefined): Promise<StepOutput[] | string> {
-    let p = outputs.get(job.metadata.name);
-    if (!p) {
-      p = (async () => {
-        const reported = terminationOutputs(pod);
-        if (reported) return reported;
-        const a = job.metadata.annotations ?? {};
-        const runRoot = a[ANNOTATION.runRoot] ?? "";
-        let declared: Array<{ path: string; secondary: string[] }> = [];
-        try { declared = JSON.parse(a[ANNOTATION.outputs] ?? "[]") as typeof declared; } catch { return "the Job's declared outputs are unreadable"; }
-        const found: StepOutput[] = [];
-        for (const [position, o] of declared.entries()) {
-          for (const [i, path] of [o.path, ...o.secondary].entries()) {
-            const info = await opts.store.head(runRoot + path);
-            if (!info) { if (i === 0) return `declared output ${path} was not produced`; continue; }
-            found.push({ filename: path, key: info.key, size: info.size, sha256: info.sha256 ?? "", ...(i === 0 ? { position } : {}) });
-          }
+  /** Outputs of a completed Job: the stage-out helper's report, else what storage holds. Read once. */
+  function readOutputs(h: StepHandle, job: Job, pod: Pod | undefined): Promise<StepOutput[] | string> {
+    if (h.outputs) return h.outputs;
+    const p = (async (): Promise<StepOutput[] | string> => {
+      const reported = terminationOutputs(pod);
+      if (reported) return reported;
+      const a = job.metadata.annotations ?? {};
+      const runRoot = a[ANNOTATION.runRoot] ?? "";
+      let declared: Array<{ path: string; secondary: string[] }> = [];
+      try { declared = JSON.parse(a[ANNOTATION.outputs] ?? "[]") as typeof declared; } catch { return "the Job's declared outputs are unreadable"; }
+      const found: StepOutput[] = [];
+      for (const [position, o] of declared.entries()) {
+        for (const [i, path] of [o.path, ...o.secondary].entries()) {
+          const info = await opts.store.head(runRoot + path);
+          if (!info) { if (i === 0) return `declared output ${path} was not produced`; continue; }
+          found.push({ filename: path, key: info.key, size: info.size, sha256: info.sha256 ?? "", ...(i === 0 ? { position } : {}) });
         }
-        return found;
-      })();
-      outputs.set(job.metadata.name, p);
-      void p.catch(() => outputs.delete(job.metadata.name));
-    }
+      }
+      return found;
+    })();
+    h.outputs = p;
+    p.catch(() => { if (h.outputs === p) h.outputs = undefined; });
     return p;
-  }
-
-  /** Copies the tool's log of a finished Job into the run folder, once. */
-  async function saveLog(job: Job, pod: Pod | undefined, stepId: string): Promise<void> {
-    if (!pod || logsSaved.has(job.metadata.name)) return;
-    logsSaved.add(job.metadata.name);
-    try {
-      const text = await podLog(pod.metadata.name);
-      if (text !== undefined) await opts.store.put(`${job.metadata.annotations?.[ANNOTATION.runRoot] ?? ""}logs/${stepId}.log`, text, { contentType: "text/plain" });
-    } catch (e) { logsSaved.delete(job.metadata.name); opts.onError?.(e); } finally {
-      // Saved after its run ended (the run's last step): nothing will ask again.
-      if (finished(runOf(job))) logsSaved.delete(job.metadata.name);
-    }
   }
 
   async function podLog(pod: string): Promise<string | undefined> {
@@ -233,96 +315,166 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     }
   }
 
-  /** Annotates the Job with why it was stopped and suspends it (its pods are then removed). */
-  async function stopJob(job: Job, reason: string, message?: string): Promise<void> {
-    if (stopping.has(job.metadata.name) || job.metadata.annotations?.[ANNOTATION.stopped]) return;
-    stopping.add(job.metadata.name);
+  /* ------------------------------------------------------- the handle's writes (watch side) */
+
+  /**
+   * Brings the step attempt's side effects in line with what the caches say. Called by the
+   * informers' handlers (and after this process's own writes to the Job, which the watch does
+   * not report again); returns at once and never throws: writes run in the background.
+   */
+  function sync(h: StepHandle): void {
     try {
-      const patched = await client.request<Job>("PATCH", `${paths.jobs(namespace)}/${encodeURIComponent(job.metadata.name)}`, {
+      if (!attached(h)) return;
+      const job = jobs.get(h.job);
+      if (!job) return;
+      if (!jobActive(job) && h.endSeen === undefined) h.endSeen = clock.now();
+      if (!writing || finished(h.runId)) return;
+      const seen = observeJob(job, podOf(h.job), toolOf(job)?.image);
+      if (seen.stopNeeded) {
+        // The pod cannot start (bad image, bad config): it never will on its own. Its log
+        // comes once the Job is stopped.
+        if (!h.stopping) stopJob(h, job, "failed", seen.state.message).catch((e: unknown) => { onError(e); retryLater(h); });
+        return;
+      }
+      if (!jobActive(job) && h.log === undefined) void copyLog(h, job);
+    } catch (e) {
+      onError(e);
+    }
+  }
+
+  function retryLater(h: StepHandle): void {
+    if (!attached(h) || h.retry || stopped) return;
+    const ms = Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** Math.min(h.failures, 10));
+    h.failures++;
+    h.retry = setTimeout(() => { h.retry = undefined; sync(h); }, ms);
+    h.retry.unref();
+  }
+
+  /** Copies the tool's log of an ended Job into the run folder, once (looking up its pod if the pod watch is behind). */
+  async function copyLog(h: StepHandle, job: Job): Promise<void> {
+    h.log = "copying";
+    try {
+      const pod = podOf(h.job) ?? await lookUpPod(h, job);
+      // No pod yet: copied when the pod watch delivers it (the look-up is not repeated).
+      if (!pod) { h.log = undefined; return; }
+      const text = await podLog(pod.metadata.name);
+      const stepId = jobStep(job)?.stepId ?? job.metadata.annotations?.[ANNOTATION.stepId] ?? h.job;
+      if (text !== undefined) await opts.store.put(stepLogKeyIn(job.metadata.annotations?.[ANNOTATION.runRoot] ?? "", stepId), text, { contentType: "text/plain" });
+      h.log = "saved";
+      h.failures = 0;
+    } catch (e) {
+      h.log = undefined;
+      onError(e);
+      retryLater(h);
+    }
+  }
+
+  /** Annotates the Job with why it was stopped and suspends it (its pods are then removed). */
+  async function stopJob(h: StepHandle, job: Job, reason: string, message?: string): Promise<void> {
+    if (h.stopping || job.metadata.annotations?.[ANNOTATION.stopped]) return;
+    h.stopping = true;
+    let patched: Job | undefined;
+    try {
+      patched = await client.request<Job>("PATCH", `${paths.jobs(namespace)}/${encodeURIComponent(h.job)}`, {
         patch: "merge",
         body: {
           metadata: { annotations: { [ANNOTATION.stopped]: reason, [ANNOTATION.stoppedAt]: new Date(clock.now()).toISOString(), ...(message ? { [ANNOTATION.stoppedMessage]: message } : {}) } },
           spec: { suspend: true },
         },
       });
-      jobs.assume(patched);
-      const r = runOf(patched);
-      if (r) events.emit("change", r);
     } catch (e) {
       if (!isNotFound(e)) throw e;
     } finally {
-      stopping.delete(job.metadata.name);
+      h.stopping = false;
     }
+    if (!patched) return;
+    h.failures = 0;
+    // The watch will not report this version again (it is assumed): sync and tell watchers here.
+    jobs.assume(patched);
+    sync(h);
+    const r = runOf(patched);
+    if (r) events.emit("change", r);
   }
 
   return {
     runtime: "container",
     jobs,
     pods,
-    async start() { await Promise.all([jobs.start(), pods.start()]); },
-    stop() { jobs.stop(); pods.stop(); },
-    jobsOfRun: jobsOf,
-    forgetRun(runId) {
-      for (const name of jobsByRun.get(runId) ?? []) forgetJob(name);
-      jobsByRun.delete(runId);
+    async start() {
+      await Promise.all([jobs.start(), pods.start()]);
+      started = true;
+      mayWrite();
     },
-    cacheSizes: () => ({
-      jobsByRun: jobsByRun.size, podsByJob: podsByJob.size, endSeen: endSeen.size, outputs: outputs.size,
-      logsSaved: logsSaved.size, podLookups: podLookups.size, stopping: stopping.size,
-    }),
+    stop() {
+      stopped = true;
+      jobs.stop();
+      pods.stop();
+      for (const h of handles.values()) { clearTimeout(h.retry); h.retry = undefined; }
+    },
+    jobsOfRun: jobsOf,
+    forgetRun,
+    cacheSizes() {
+      const sizes: JobExecutorCacheSizes = { jobsByRun: jobsByRun.size, podsByJob: podsByJob.size, handles: handles.size, endSeen: 0, outputs: 0, logsSaved: 0, podLookups: 0, stopping: 0 };
+      for (const h of handles.values()) {
+        if (h.endSeen !== undefined) sizes.endSeen++;
+        if (h.outputs) sizes.outputs++;
+        if (h.log) sizes.logsSaved++;
+        if (h.podLookup) sizes.podLookups++;
+        if (h.stopping) sizes.stopping++;
+      }
+      return sizes;
+    },
 
     async submit(task) {
+      engineStarted();
       const known = latestByStep(task.runId).get(task.stepId);
-      if (known && Number(known.metadata.annotations?.[ANNOTATION.attempt]) >= task.attempt) return;
+      if (known && Number(known.job.metadata.annotations?.[ANNOTATION.attempt]) >= task.attempt) return;
       const tool = tools.get(task.toolName);
       if (!tool) throw new Error(`unknown tool ${task.toolName}`);
       const uid = opts.ownerUid?.(task.runId);
       const job = buildJob(task, { ...opts.template, namespace, toolImage: tool.image, ...(uid ? { owner: { name: task.runId, uid } } : {}) });
+      let cur: Job;
       try {
-        const created = await client.request<Job>("POST", paths.jobs(namespace), { body: job });
-        jobs.assume(created);
-        index(jobsByRun, task.runId, created.metadata.name, true);
+        cur = await client.request<Job>("POST", paths.jobs(namespace), { body: job });
       } catch (e) {
         if (!isAlreadyExists(e)) throw e;
         // Created before (by an earlier leader or before a restart): that counts as done.
-        const cur = await client.request<Job>("GET", `${paths.jobs(namespace)}/${encodeURIComponent(job.metadata.name)}`);
-        jobs.assume(cur);
-        index(jobsByRun, task.runId, cur.metadata.name, true);
+        cur = await client.request<Job>("GET", `${paths.jobs(namespace)}/${encodeURIComponent(job.metadata.name)}`);
       }
+      // Assumed versions are not reported by the watch again: the handle syncs here.
+      jobs.assume(cur);
+      sync(track(task.runId, cur.metadata.name));
     },
 
+    /** Reads only: the caches, the handles' outputs (read once), a failed Job's pod the watch has not delivered. */
     async observe(runId) {
       const out = new Map<string, ObservedStepState>();
-      for (const [stepId, job] of latestByStep(runId)) {
-        let pod = podOf(job);
-        const tool = tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
+      for (const [stepId, { h, job }] of latestByStep(runId)) {
+        let pod = podOf(h.job);
+        const tool = toolOf(job);
         let seen = observeJob(job, pod, tool?.image);
         if (!pod && seen.state.phase === "failed" && !job.metadata.annotations?.[ANNOTATION.stopped]) {
           // The error must say what the pod says: wait for it (failures are rare).
-          pod = await lookUpPod(job, true).catch((e: unknown) => { opts.onError?.(e); return undefined; });
+          pod = await lookUpPod(h, job).catch((e: unknown) => { onError(e); return undefined; });
           if (pod) seen = observeJob(job, pod, tool?.image);
-        } else if (!pod && seen.completed) {
-          // Outputs can come from storage meanwhile; only the log needs the pod: no waiting.
-          void lookUpPod(job, false).then((p) => (p ? saveLog(job, p, stepId) : undefined), (e: unknown) => opts.onError?.(e));
         }
         // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
-        const ended = endSeen.get(job.metadata.name);
+        const ended = h.endSeen;
         let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null, ...(ended !== undefined && seen.state.phase !== "running" ? { endSeenAt: ended } : {}) };
-        if (seen.stopNeeded) void stopJob(job, "failed", state.message).catch((e: unknown) => opts.onError?.(e));
         if (seen.completed) {
-          const o = await readOutputs(job, pod);
+          const o = await readOutputs(h, job, pod);
           state = typeof o === "string" ? { ...state, phase: "failed", message: o } : { ...state, outputs: o };
         }
-        if (state.phase !== "running") void saveLog(job, pod, stepId);
         out.set(stepId, state);
       }
       return out;
     },
 
     async kill(runId, stepId, reason) {
-      const job = latestByStep(runId).get(stepId);
-      if (!job || !jobActive(job)) return;
-      await stopJob(job, reason);
+      engineStarted();
+      const a = latestByStep(runId).get(stepId);
+      if (!a || !jobActive(a.job)) return;
+      await stopJob(a.h, a.job, reason);
     },
 
     watch(fn) {
@@ -331,14 +483,15 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     },
 
     async logs(runId, stepId) {
-      const job = latestByStep(runId).get(stepId);
-      if (!job) return undefined;
-      const pod = podOf(job);
+      const a = latestByStep(runId).get(stepId);
+      if (!a) return undefined;
+      const pod = podOf(a.h.job);
       if (!pod) return undefined;
       return podLog(pod.metadata.name);
     },
 
     async activeSteps() {
+      engineStarted();
       const byRun = new Map<string, { organization: string; runId: string; stepIds: string[] }>();
       for (const j of jobs.list()) {
         const s = jobStep(j);

@@ -74,7 +74,7 @@ const node = (async () => {
     const list = await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: "operon.dev/run" } }).catch(() => ({ items: [] as Job[] }));
     for (const job of list.items) {
       if (pods.has(job.metadata.name) || job.status?.conditions?.length || heldOrgs.has(job.metadata.labels?.["operon.dev/org"] ?? "")) continue;
-      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [process.execPath, tree.main], node: fakeNode, onContainerStart: (j, c) => startedContainers.add(`${j}/${c}`) });
+      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [tree.node, tree.main], node: fakeNode, onContainerStart: (j, c) => startedContainers.add(`${j}/${c}`) });
       void run.catch((e: unknown) => logs.push(`pod runner ${job.metadata.name}: ${String(e)}`));
       pods.set(job.metadata.name, run);
     }
@@ -228,7 +228,7 @@ t.test("the image tree is the Dockerfile's: same COPY lines, production dependen
   t.notOk(existsSync(join(tree.app, "node_modules/tap")), "no dev dependency (tap) in the image");
   t.notOk(existsSync(join(tree.app, "node_modules/typescript")), "no dev dependency (typescript) in the image");
   t.match(runtimeEnv(), { NODE_ENV: "production", OPERON_MODE: "cluster" }, "the image's ENV lines are read");
-  const help = spawnSync(process.execPath, [tree.main, "--help"], { cwd: tree.app, env: runtimeEnv(), encoding: "utf8" });
+  const help = spawnSync(tree.node, [tree.main, "--help"], { cwd: tree.app, env: runtimeEnv(), encoding: "utf8" });
   t.equal(help.status, 0, help.stderr);
   t.match(help.stdout, /operon operator/);
 });

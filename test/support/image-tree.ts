@@ -59,6 +59,12 @@ export interface ImageTree {
   app: string;
   /** The `operon` entry point (/usr/local/bin/operon in the image). */
   main: string;
+  /**
+   * The image's Node.js (/usr/local/bin/node of its base image): this process's own binary,
+   * copied beside the tree so that the pod's user (uid 1000) can run it wherever this one
+   * lives (e.g. a pinned Node under root's home).
+   */
+  node: string;
 }
 
 /** Builds the runtime image's /app under `dir` (about half a minute: npm ci and tsc). */
@@ -81,5 +87,9 @@ export async function buildImageTree(dir: string): Promise<ImageTree> {
   cpSync(join(repo, "crds"), join(app, "crds"), { recursive: true });
   const main = join(app, "dist/cli/main.js");
   chmodSync(main, 0o755);
-  return { app, main };
+  const node = join(dir, "bin/node");
+  mkdirSync(join(dir, "bin"), { recursive: true });
+  cpSync(process.execPath, node);
+  chmodSync(node, 0o755);
+  return { app, main, node };
 }
