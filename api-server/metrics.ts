@@ -1,4 +1,9 @@
-/** Prometheus metrics of the api-server (GET /metrics), one registry per app instance. */
+/**
+ * Prometheus metrics of the api-server (GET /metrics), one registry per app instance. Every
+ * Operon metric is named `operon_…` (counters end in `_total`); the process and Node.js
+ * metrics keep their standard names. The engine's metrics follow on the same page
+ * (docs/metrics.md lists them all).
+ */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export interface Metrics {
@@ -10,9 +15,15 @@ export interface Metrics {
   uncaughtErrors: Counter<"kind">;
 }
 
+/** Default metrics of prom-client left out (gauges ending in _total); operator/cluster.ts leaves them out too. */
+const NONCONFORMING_DEFAULT_METRICS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "operon_" });
+  collectDefaultMetrics({ register: registry });
+  // prom-client's three gauges named `…_total` break the naming rules (promtool: a non-counter
+  // must not end in _total); the same figures stay, by type, in nodejs_active_handles etc.
+  for (const name of NONCONFORMING_DEFAULT_METRICS) registry.removeSingleMetric(name);
   return {
     registry,
     requestDuration: new Histogram({

@@ -11,7 +11,7 @@
  *     completedAt, runs/min.
  * (b) Dependent-step latency: child Job first seen by the simulator − the latest of its
  *     parents' Complete patches acknowledged (simulator clock): p50/p99 over the 2,000 pairs.
- * (c) Kubernetes API writes of the operator (its /metrics gauge operon_operator_api_writes,
+ * (c) Kubernetes API writes of the operator (its /metrics counter operon_operator_api_writes_total,
  *     minus the value before submitting) per run and per step; the api-server's (this
  *     process's engine client) and the simulator's counted separately.
  * (d) Operator RSS: VmHWM (peak) and VmRSS (sampled every 200 ms) from /proc/<pid>/status.
@@ -461,7 +461,7 @@ try {
       if (burst) {
         const now = await apiserverCounts(env);
         const reqs = [...now.n].map(([k, n]) => [k, n - (burst.api.n.get(k) ?? 0)] as const).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${int(n)}`).join(", ");
-        text += ` Since the submits began (${f1((Date.now() - burst.at) / 1000)} s): operator CPU ${f1(cpuSeconds(op.pid) - burst.cpu)} s, operator writes ${int((await metric(op, "operon_operator_api_writes")) - burst.writes)}; apiserver requests: ${reqs}.`;
+        text += ` Since the submits began (${f1((Date.now() - burst.at) / 1000)} s): operator CPU ${f1(cpuSeconds(op.pid) - burst.cpu)} s, operator writes ${int((await metric(op, "operon_operator_api_writes_total")) - burst.writes)}; apiserver requests: ${reqs}.`;
       }
       return text;
     } catch (e) {
@@ -479,9 +479,9 @@ try {
 
   // ---- (a) The burst.
   await sleep(1000);
-  const idle0 = await metric(op, "operon_operator_api_writes");
+  const idle0 = await metric(op, "operon_operator_api_writes_total");
   await sleep(4000);
-  const writes0 = await metric(op, "operon_operator_api_writes");
+  const writes0 = await metric(op, "operon_operator_api_writes_total");
   const idleRate = (writes0 - idle0) / 4; // writes/s of an idle leader: Lease renewals
   const apiWrites0 = api.client.writes();
   const simWrites0 = simClient.writes();
@@ -502,7 +502,7 @@ try {
   const apiWrites = api.client.writes() - apiWrites0;
   await waitFor(ids, t0 + TIMEOUT_S * 1000, `the drain (${TIMEOUT_S} s; BENCH_TIMEOUT_SECONDS raises the limit)`, () => `${Math.round((Date.now() - t0) / 1000)} s: ${ids.filter((id) => finished.has(id)).length}/${RUNS} runs done, ${sim.seen.size} Jobs seen, operator RSS ${int(statusKb(op.pid, "VmRSS") / 1024)} MB`);
   const observedEnd = Date.now();
-  const writes1 = await metric(op, "operon_operator_api_writes");
+  const writes1 = await metric(op, "operon_operator_api_writes_total");
   const starts1 = await stepStartSeries(op);
   const cpu1 = cpuSnapshot(op.pid);
   clearInterval(sampler);
@@ -617,7 +617,7 @@ Measured ${new Date().toISOString().slice(0, 10)} on ${cores} × ${cpus()[0]?.mo
 | (a) drain: ${RUNS} runs × ${STEPS}-step DAG a → (b, c) → d → e over ${ORGS.length} organizations (org limit ${LIMIT}), submitted at once (submits returned after ${f1(submitMs / 1000)} s); first submit → last run completedAt | **${f1(drainMs / 1000)} s, ${int(perMin)} runs/min** (target ≥ 300) | the control plane itself: ${int(RUNS * STEPS)} Jobs created + completed directly, ${BASELINE_LANES} at a time: ${f1(base1.ms / 1000)} s before, ${f1(base2.ms / 1000)} s after (${int(basePerMin[0] as number)} / ${int(basePerMin[1] as number)} runs/min equivalent); **operator at ${(perMin / baseMean).toFixed(2)} of it** |
 | (b) dependent-step latency: child Job first seen by the simulator − latest parent's Complete acknowledged, ${int(dep.length)} pairs | p50 ${int(pct(dep, 50))} ms, **p99 ${int(pct(dep, 99))} ms** (target ≤ 1,000 ms), max ${int(Math.max(...dep))} ms | unloaded (${WARMUP_RUNS} runs one at a time): p50 ${int(pct(depWarm, 50))} ms, p99 ${int(pct(depWarm, 99))} ms |
 | (b′) the same pairs as the operator measures them (its \`operon_step_start_latency_seconds\`, from the parent's completion reaching its watch to the child's Job created), split by whether the child had to wait for an organization slot | **started with a free slot: ${groupText(startFree)}**; waited for a slot: ${groupText(startWaited)} | first steps (from submit): free slot ${groupText(startFirst[0] as ReturnType<typeof stepStartGroup>)}; waited ${groupText(startFirst[1] as ReturnType<typeof stepStartGroup>)} |
-| (c) Kubernetes API writes by the operator (its \`operon_operator_api_writes\`) | **${f1(opWrites / (RUNS * STEPS))} per step** (target ≤ 15), ${f1(opWrites / RUNS)} per run, ${int(opWrites)} in all (≈ ${int(leaseWrites)} of them Lease renewals, ${f1(idleRate)}/s when idle) | direct client: ${f1(base1.writes / base1.jobs)} per step (create + status patch); api-server side: ${f1(apiWrites / RUNS)} per run (PipelineRun create; its S3 calls for the ${RUNS} submits: ${s3Calls}); simulator: ${f1(simWrites / (RUNS * STEPS))} per step |
+| (c) Kubernetes API writes by the operator (its \`operon_operator_api_writes_total\`) | **${f1(opWrites / (RUNS * STEPS))} per step** (target ≤ 15), ${f1(opWrites / RUNS)} per run, ${int(opWrites)} in all (≈ ${int(leaseWrites)} of them Lease renewals, ${f1(idleRate)}/s when idle) | direct client: ${f1(base1.writes / base1.jobs)} per step (create + status patch); api-server side: ${f1(apiWrites / RUNS)} per run (PipelineRun create; its S3 calls for the ${RUNS} submits: ${s3Calls}); simulator: ${f1(simWrites / (RUNS * STEPS))} per step |
 | (d) operator RSS | **peak ${int(hwmKb / 1024)} MB** (VmHWM; sampled VmRSS max ${int(rssMaxKb / 1024)} MB), ${int(rssStartKb / 1024)} MB before the burst, ${int(rssEndKb / 1024)} MB at the end | — |
 | (e) most Jobs active per organization, as the simulator saw them | **${maxActive}** (must be ≤ ${LIMIT}; per org ${ORGS.map((o) => sim.maxActivePerOrg.get(o) ?? 0).join(", ")}) | — |
 | Kubernetes API requests during the drain, all clients (apiserver's \`apiserver_request_total\`, mean server-side latency) | ${requestTable}${reqErrors.size ? `; not 2xx: ${[...reqErrors].map(([k, v]) => `${k} × ${int(v)}`).join(", ")}` : ""} | — |

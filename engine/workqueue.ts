@@ -20,17 +20,35 @@ export const realQueueClock: QueueClock = {
   },
 };
 
+/**
+ * What a queue reports as it works, as client-go's workqueue metrics do (engine/controller.ts
+ * binds them to Prometheus): `add` for an add that was not deduplicated (the key became
+ * dirty), `queued` with the seconds from that add to the key being handed out, `worked` with
+ * the seconds from being handed out to `done`, `retry` for every `addAfter` (and so every
+ * `addRateLimited`), as client-go's delaying queue counts them.
+ */
+export interface QueueMetrics {
+  add(): void;
+  queued(seconds: number): void;
+  worked(seconds: number): void;
+  retry(): void;
+}
+
 export interface WorkQueueOptions {
   clock?: QueueClock;
   /** First retry delay of addRateLimited (doubles per failure). */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  metrics?: QueueMetrics;
 }
 
 export class WorkQueue<K = string> {
   private readonly queue: K[] = [];
   private readonly dirty = new Set<K>();
-  private readonly processing = new Set<K>();
+  /** Keys being processed, with when each was handed out (clock time). */
+  private readonly processing = new Map<K, number>();
+  /** When each dirty key was added (clock time), for the queue-duration metric. */
+  private readonly addedAt = new Map<K, number>();
   private readonly failures = new Map<K, number>();
   private readonly delayed = new Map<K, { at: number; timer: { cancel(): void } }>();
   private readonly waiters: Array<(k: K | undefined) => void> = [];
@@ -38,17 +56,20 @@ export class WorkQueue<K = string> {
   private readonly clock: QueueClock;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly metrics: QueueMetrics | undefined;
 
   constructor(options: WorkQueueOptions = {}) {
     this.clock = options.clock ?? realQueueClock;
     this.baseDelayMs = options.baseDelayMs ?? 5;
     this.maxDelayMs = options.maxDelayMs ?? 60_000;
+    this.metrics = options.metrics;
   }
 
   /** Marks `key` as needing work. Deduplicated while it waits; deferred while it is processed. */
   add(key: K): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
+    if (this.metrics) { this.metrics.add(); this.addedAt.set(key, this.clock.now()); }
     if (this.processing.has(key)) return;
     this.enqueue(key);
   }
@@ -56,13 +77,23 @@ export class WorkQueue<K = string> {
   /** Hands a dirty key to a waiting `get`, or queues it. */
   private enqueue(key: K): void {
     const w = this.waiters.shift();
-    if (w) { this.dirty.delete(key); this.processing.add(key); w(key); return; }
+    if (w) { this.handOut(key); w(key); return; }
     this.queue.push(key);
+  }
+
+  /** A dirty key leaves the queue for a worker. */
+  private handOut(key: K): void {
+    const now = this.clock.now();
+    this.dirty.delete(key);
+    this.processing.set(key, now);
+    const at = this.addedAt.get(key);
+    if (at !== undefined) { this.addedAt.delete(key); this.metrics?.queued(Math.max(0, now - at) / 1000); }
   }
 
   /** Adds `key` after `ms`; an earlier pending delayed add of the same key wins. */
   addAfter(key: K, ms: number): void {
     if (this.shuttingDown) return;
+    this.metrics?.retry();
     if (ms <= 0) { this.add(key); return; }
     const at = this.clock.now() + ms;
     const existing = this.delayed.get(key);
@@ -88,8 +119,7 @@ export class WorkQueue<K = string> {
   get(): Promise<K | undefined> {
     const key = this.queue.shift();
     if (key !== undefined) {
-      this.dirty.delete(key);
-      this.processing.add(key);
+      this.handOut(key);
       return Promise.resolve(key);
     }
     if (this.shuttingDown) return Promise.resolve(undefined);
@@ -101,12 +131,33 @@ export class WorkQueue<K = string> {
    * shut-down, since that add was accepted before it (a change is never lost).
    */
   done(key: K): void {
+    const since = this.processing.get(key);
     this.processing.delete(key);
+    if (since !== undefined) this.metrics?.worked(Math.max(0, this.clock.now() - since) / 1000);
     if (this.dirty.has(key)) this.enqueue(key);
   }
 
   get length(): number { return this.queue.length; }
   get processingCount(): number { return this.processing.size; }
+  /** Keys added and not yet handed out (client-go's depth): queued, or waiting for their processing to end. */
+  get depth(): number { return this.dirty.size; }
+
+  /**
+   * Seconds of work in progress not yet reported by `worked` (all keys being processed
+   * together), and how long the longest of them has been running — client-go's
+   * unfinished_work_seconds and longest_running_processor_seconds.
+   */
+  unfinishedWork(): { totalSeconds: number; longestSeconds: number } {
+    const now = this.clock.now();
+    let total = 0;
+    let longest = 0;
+    for (const since of this.processing.values()) {
+      const s = Math.max(0, now - since) / 1000;
+      total += s;
+      longest = Math.max(longest, s);
+    }
+    return { totalSeconds: total, longestSeconds: longest };
+  }
 
   /** Stops accepting keys, cancels delayed adds and wakes every waiting `get` with undefined. */
   shutDown(): void {
