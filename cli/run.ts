@@ -6,6 +6,7 @@
  * the run was started (or, with --follow, completed); 1 when the API refused it or it failed
  * or was cancelled; 2 for usage and connection problems.
  */
+import { isFinal } from "../core/status.js";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
@@ -15,7 +16,6 @@ import { readSpecFile } from "./validate.js";
 /** The CLI's output, plus whether stdout is a terminal (defaults to process.stdout.isTTY). */
 export type RunIO = CliIO & { isTTY?: boolean };
 
-const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const BAR = 10;
 /** Consecutive failed polls (network errors, 429, 5xx) tolerated before giving up. */
 const MAX_POLL_FAILURES = 5;
@@ -127,7 +127,7 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
   let current = submitted;
   let failures = 0;
   render(current);
-  while (!TERMINAL.has(current.status)) {
+  while (!isFinal(current.status)) {
     await new Promise((r) => setTimeout(r, opts.pollMs));
     try {
       current = await api("GET", path);

@@ -14,8 +14,7 @@ export const MANIFEST_SCHEMA_VERSION = 1;
 const iso = z.iso.datetime({ offset: true });
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "lowercase hex SHA-256");
 
-export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
-export const STEP_STATUSES = ["pending", "waiting", "running", "completed", "failed", "cancelled", "skipped"] as const;
+import { RUN_STATUSES, STEP_STATUSES } from "./status.js";
 
 export const ManifestOutputFileSchema = z.object({
   /** Path relative to the run folder (`outputFolder`). */

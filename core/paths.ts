@@ -11,6 +11,7 @@
  * - `checkArgument`: an element of a step's `args`: nothing that can name a file outside the
  *   step's own working directory or a URL (no `/`, `\`, `..`, `@file`, `~`).
  */
+import { LOGS_FOLDER, MANIFEST_NAME } from "./layout.js";
 
 export type PathResult = { ok: true; path: string } | { ok: false; reason: string };
 
@@ -22,7 +23,7 @@ export const MAX_SEGMENT_BYTES = 250;
 /** A workspace path's limit in characters. */
 export const MAX_PATH_CHARS = 1024;
 /** Names the run folder keeps for itself: the manifest and the step logs' folder. */
-export const RESERVED_RUN_NAMES: readonly string[] = ["run.json", "logs"];
+export const RESERVED_RUN_NAMES: readonly string[] = [MANIFEST_NAME, LOGS_FOLDER];
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;

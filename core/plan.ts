@@ -8,17 +8,27 @@
  *  - a cancelled run kills its running steps; steps that never started are `cancelled`
  *    (a step cancelled from outside while its run was not counts as failed);
  *  - a running step past its timeout is killed (reason `timeout`); the caller is asked to
- *    come back when the next timeout falls due (`requeueAfterMs`).
+ *    come back when the next timeout falls due (`requeueAfterMs`);
+ *  - a step whose attempt was lost (the process running it vanished with the server) is run
+ *    again as its next attempt, up to MAX_ATTEMPTS in all, then fails (`retry` lists them).
  */
 import { buildDag } from "./dag.js";
 import { MAX_STEP_TIMEOUT_MS } from "./spec/schema.js";
 
-export type StepStatus = "pending" | "waiting" | "running" | "completed" | "failed" | "cancelled" | "skipped";
-export type RunStatus = "queued" | "running" | "completed" | "failed" | "cancelled";
+import type { RunStatus, StepStatus } from "./status.js";
+export type { RunStatus, StepStatus } from "./status.js";
 
-/** What the executor reports of a step that was started (absent: never started). */
+/** A step whose process vanished is retried up to this many attempts in all. */
+export const MAX_ATTEMPTS = 3;
+
+/**
+ * What the executor reports of a step that was started (absent: never started). `lost`: the
+ * attempt's process vanished (the server stopped while it ran); nothing of it stands.
+ */
 export interface ObservedStep {
-  phase: "running" | "completed" | "failed" | "cancelled";
+  phase: "running" | "completed" | "failed" | "cancelled" | "lost";
+  /** The attempt observed (1 when not known). */
+  attempt?: number;
   startedAt?: number;
   finishedAt?: number;
   exitCode?: number | null;
@@ -32,15 +42,16 @@ export interface PlanInput {
   observed: ReadonlyMap<string, ObservedStep>;
   cancelRequested: boolean;
   now: number;
-  /** Ready steps the quota admitted, and queue positions of the ones it did not. */
-  admission: { admitted: ReadonlySet<string>; positions: ReadonlyMap<string, number> };
+  /** Ready steps the quota admitted. */
+  admission: { admitted: ReadonlySet<string> };
 }
 
 export interface StepState {
   stepId: string;
   status: StepStatus;
   waitingReason?: string;
-  queuePosition?: number;
+  /** Why the step failed, when the plan decided it (a lost step out of attempts). */
+  error?: string;
 }
 
 export interface RunPlan {
@@ -50,6 +61,8 @@ export interface RunPlan {
   kill: Array<{ stepId: string; reason: "timeout" | "cancelled" }>;
   /** Steps whose dependencies are complete and that have not started (the quota's demand). */
   ready: string[];
+  /** Steps whose last attempt was lost and that run again (when admitted) as their next attempt. */
+  retry: string[];
   status: RunStatus;
   progressPct: number;
   steps: StepState[];
@@ -66,15 +79,34 @@ export function stepTimeoutMs(step: PlanStep): number {
   return Math.min(step.timeout ?? MAX_STEP_TIMEOUT_MS, MAX_STEP_TIMEOUT_MS);
 }
 
-/** Steps whose dependencies all completed and that were never started, in declaration order. */
+/** A lost attempt with attempts left: the step is to run again, as if never started. */
+const retriable = (o: ObservedStep) => o.phase === "lost" && (o.attempt ?? 1) < MAX_ATTEMPTS;
+
+/**
+ * What counts as observed: a lost attempt with attempts left is dropped (the step is ready
+ * again); one out of attempts is a failure.
+ */
+export function settle(observed: ReadonlyMap<string, ObservedStep>): Map<string, ObservedStep> {
+  const out = new Map<string, ObservedStep>();
+  for (const [id, o] of observed) {
+    if (retriable(o)) continue;
+    out.set(id, o.phase === "lost" ? { ...o, phase: "failed", message: `${o.message ?? "the step's process vanished"} (attempt ${o.attempt ?? 1} of ${MAX_ATTEMPTS}; not retried again)` } : o);
+  }
+  return out;
+}
+
+/** Steps whose dependencies all completed and that were never started (or lost), in declaration order. */
 export function readySteps(steps: readonly PlanStep[], observed: ReadonlyMap<string, ObservedStep>): string[] {
-  const done = new Set([...observed].filter(([, o]) => o.phase === "completed").map(([id]) => id));
-  const started = new Set(observed.keys());
+  const settled = settle(observed);
+  const done = new Set([...settled].filter(([, o]) => o.phase === "completed").map(([id]) => id));
+  const started = new Set(settled.keys());
   return buildDag(steps).candidates(done, started);
 }
 
 export function planRun(input: PlanInput): RunPlan {
-  const { steps, observed, now, cancelRequested, admission } = input;
+  const { steps, now, cancelRequested, admission } = input;
+  const retry = [...input.observed].filter(([, o]) => retriable(o)).map(([id]) => id);
+  const observed = settle(input.observed);
   // A step cancelled although the run was not (stopped from outside) counts as a failure.
   const failed = [...observed.entries()].filter(([, o]) => o.phase === "failed" || (o.phase === "cancelled" && !cancelRequested));
   const running = [...observed.entries()].filter(([, o]) => o.phase === "running");
@@ -97,12 +129,9 @@ export function planRun(input: PlanInput): RunPlan {
   const startSet = new Set(start);
   const stepStates: StepState[] = steps.map(({ stepId }) => {
     const o = observed.get(stepId);
-    if (o) return { stepId, status: o.phase };
+    if (o) return { stepId, status: o.phase as StepStatus, ...(input.observed.get(stepId)?.phase === "lost" && o.message ? { error: o.message } : {}) };
     if (startSet.has(stepId)) return { stepId, status: "running" };
-    if (readySet.has(stepId)) {
-      const position = admission.positions.get(stepId);
-      return { stepId, status: "waiting", waitingReason: WAITING_REASON, ...(position !== undefined ? { queuePosition: position } : {}) };
-    }
+    if (readySet.has(stepId)) return { stepId, status: "waiting", waitingReason: WAITING_REASON };
     if (cancelRequested) return { stepId, status: "cancelled" };
     if (failed.length > 0) return { stepId, status: "skipped" };
     return { stepId, status: "pending" };
@@ -122,6 +151,7 @@ export function planRun(input: PlanInput): RunPlan {
     start,
     kill,
     ready,
+    retry,
     status,
     progressPct: total === 0 ? 0 : Math.round((completed / total) * 1000) / 10,
     steps: stepStates,

@@ -115,8 +115,8 @@ export interface Clock {
 
 /* ------------------------------------------------------------------ pipeline runs */
 
-export type RunStatusValue = "queued" | "running" | "completed" | "failed" | "cancelled";
-export type StepStatusValue = "pending" | "waiting" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+export type { RunStatus as RunStatusValue, StepStatus as StepStatusValue } from "./status.js";
+import type { RunStatus as RunStatusValue, StepStatus as StepStatusValue } from "./status.js";
 
 /** An output file a step produced, as stored. */
 export interface StepOutput {
@@ -135,6 +135,10 @@ export interface StepRecord {
   toolName: string;
   status: StepStatusValue;
   waitingReason?: string;
+  /**
+   * A waiting step's place in its organization's queue. Never stored: computed when the run
+   * is read (Engine.withQueuePositions), so a queue that moves writes nothing.
+   */
   queuePosition?: number;
   startedAt: string | null;
   completedAt: string | null;
@@ -209,6 +213,11 @@ export interface RunStore {
   update(id: string, change: (run: RunRecord) => RunRecord | undefined): Promise<RunRecord | undefined>;
   /** Calls `fn` with a run id whenever that run is created or changed. */
   watch(fn: (id: string) => void): () => void;
+  /**
+   * Optional: how many runs are queued and running, from what the store keeps in memory
+   * (no read per call once filled), for the engine's `operon_runs` gauge.
+   */
+  countActive?(): Promise<{ queued: number; running: number }>;
 }
 
 /** One step handed to an executor: everything it needs, already resolved. */
@@ -226,9 +235,12 @@ export interface StepTask {
   timeoutMs: number;
 }
 
-/** What an executor reports of a step it was given. */
+/**
+ * What an executor reports of a step it was given. `lost`: the attempt's process vanished
+ * (the server stopped while it ran); the planner runs the step again (core/plan.ts).
+ */
 export interface ObservedStepState {
-  phase: "running" | "completed" | "failed" | "cancelled";
+  phase: "running" | "completed" | "failed" | "cancelled" | "lost";
   attempt: number;
   startedAt?: number;
   finishedAt?: number;

@@ -4,7 +4,8 @@
  * first served (runs by creation time, then step order); the rest wait with a visible queue
  * position and never fail. `Ledger` keeps the counts between reconciles the way Kueue's
  * cache does: derived from observed steps, with slots "assumed" before a create and undone
- * if the create fails, so two reconciles never both spend the last slot.
+ * if the create fails, so two reconciles never both spend the last slot. Queue positions are
+ * computed when a run is read (`queuePositions`, Kueue's visibility API), never written.
  */
 
 export const DEFAULT_ORG_CONCURRENCY = 5;
@@ -129,13 +130,6 @@ export class Ledger {
     return [...(this.orgs.get(org)?.demands.keys() ?? [])];
   }
 
-  /** Runs of every organization with ready steps not started yet (mostly: waiting for a slot). */
-  waitingRunCount(): number {
-    let n = 0;
-    for (const b of this.orgs.values()) n += b.demands.size;
-    return n;
-  }
-
   /** Marks `stepIds` of `runId` as taking a slot before they are created ("assume"). */
   assume(org: string, runId: string, stepIds: readonly string[]): void {
     if (stepIds.length === 0) return;
@@ -168,4 +162,28 @@ export class Ledger {
     this.assume(org, taskId, [taskId]);
     return () => this.undo(org, taskId, taskId);
   }
+}
+
+/** A run as the queue sees it: when it was created and its steps' recorded states. */
+export interface QueuedRun { id: string; createdAt: number; steps: ReadonlyArray<{ stepId: string; status: string }> }
+
+/**
+ * Positions of an organization's waiting steps, from its runs' records (for a process that
+ * holds no ledger: the api-server in cluster mode). Running steps take the slots; waiting
+ * steps queue first come, first served, exactly as `allocate` orders them.
+ */
+export function queuePositions(limit: number, runs: readonly QueuedRun[]): Map<string, Map<string, number>> {
+  let active = 0;
+  const demands: Demand[] = [];
+  for (const r of runs) {
+    active += r.steps.filter((s) => s.status === "running").length;
+    const ready = r.steps.filter((s) => s.status === "waiting").map((s) => s.stepId);
+    if (ready.length) demands.push({ runId: r.id, createdAt: r.createdAt, ready });
+  }
+  return positionsOf(allocate(limit, active, demands));
+}
+
+/** An allocation's waiting steps as run → step → position. */
+export function positionsOf(a: Allocation): Map<string, Map<string, number>> {
+  return new Map([...a.waiting].map(([runId, ws]) => [runId, new Map(ws.map((w) => [w.stepId, w.position]))]));
 }

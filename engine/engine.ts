@@ -5,21 +5,23 @@
  * Embedded mode wires the local adapters; cluster mode the Kubernetes ones (engine/runtime.ts,
  * operator/cluster.ts). The api-server and the operator both use it; it uses neither.
  */
+import { FINAL_RUN_STATUSES, isFinal } from "../core/status.js";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
 import type { Issue } from "../core/issues.js";
 import { StoreError, type Clock, type ObjectStore, type RunRecord, type RunStore, type StepExecutor } from "../core/ports.js";
-import { Ledger } from "../core/quota.js";
+import { Ledger, positionsOf, queuePositions } from "../core/quota.js";
 import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 import { startController } from "./controller.js";
-import { createReconciler, workspaceRootOf } from "./reconciler.js";
+import { createReconciler } from "./reconciler.js";
+import { workspaceRoot } from "../core/layout.js";
 
 export interface Engine {
   runs: RunStore;
@@ -28,9 +30,19 @@ export interface Engine {
   builtins: ReadonlyMap<string, PipelineSpec>;
   submit(input: SubmitInput): Promise<{ ok: true; run: RunRecord } | { ok: false; status: 400 | 422; code: string; message: string; errors: Issue[] }>;
   cancel(run: RunRecord): Promise<RunRecord>;
+  /**
+   * Copies of `runs` with each waiting step's queue position, computed now: from the ledger
+   * where this engine reconciles, else from the organization's run records (the api-server
+   * in cluster mode). Positions are never stored, so a moving queue writes nothing.
+   */
+  withQueuePositions(runs: RunRecord[]): Promise<RunRecord[]>;
   /** One reconcile of one run (what the controller's workers call). */
   reconcile(runId: string): Promise<{ requeueAfterMs?: number }>;
-  /** The engine's own Prometheus metrics (served by the api-server's and the operator's /metrics). */
+  /**
+   * The engine's own Prometheus metrics (served by the api-server's and the operator's
+   * /metrics; docs/metrics.md): step start latency; where it reconciles, also its controller's
+   * and work queue's (controller-runtime's and client-go's names) and its runs by phase.
+   */
   metrics: Registry;
   stop(): Promise<void>;
 }
@@ -82,6 +94,35 @@ export const RUN_FOLDER_CLAIMS = "_system/run-folders/";
 /** Buckets of operon_step_start_latency_seconds: fine below a second, where the targets are. */
 export const STEP_START_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30, 60, 300];
 
+/** The controller's name in its metrics (`controller` label), in both modes. */
+export const CONTROLLER_NAME = "pipelinerun";
+
+/**
+ * The runs of an engine that reconciles: `operon_runs{phase}` counted when scraped from what
+ * the run store keeps in memory (its countActive), and `operon_runs_finished_total{phase}`,
+ * which the returned function increments when a run's end is recorded.
+ */
+function runMetrics(registry: Registry, runs: RunStore, log?: (msg: string) => void): (phase: RunRecord["status"]) => void {
+  new Gauge({
+    name: "operon_runs", help: "Runs in progress by phase (queued, running), as the engine's run store holds them when scraped",
+    labelNames: ["phase"] as const, registers: [registry],
+    async collect() {
+      if (!runs.countActive) return;
+      try {
+        const n = await runs.countActive();
+        this.set({ phase: "queued" }, n.queued);
+        this.set({ phase: "running" }, n.running);
+      } catch (e) {
+        this.reset(); // unknown: no sample rather than a stale one
+        log?.(`metrics: counting runs failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    },
+  });
+  const finished = new Counter({ name: "operon_runs_finished_total", help: "Runs this engine recorded the end of, by final phase (completed, failed, cancelled)", labelNames: ["phase"] as const, registers: [registry] });
+  for (const phase of FINAL_RUN_STATUSES) finished.inc({ phase }, 0);
+  return (phase) => finished.inc({ phase });
+}
+
 export function createEngine(deps: EngineDeps): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
   const tools = deps.tools ?? defaultCatalogue;
@@ -91,12 +132,15 @@ export function createEngine(deps: EngineDeps): Engine {
     help: "From a step becoming ready (its last parent seen ended, or its run created) to its start; slot=waited when it had to wait for an organization slot; step=first|dependent",
     labelNames: ["slot", "step"], buckets: STEP_START_BUCKETS, registers: [metrics],
   });
+  const runEnded = deps.controller === false ? undefined : runMetrics(metrics, deps.runs, deps.log);
   const reconcile = createReconciler({
     runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools,
+    ...(runEnded ? { onRunEnded: (run: RunRecord) => runEnded(run.status) } : {}),
     onStepStarted: (s) => stepStart.observe({ slot: s.waitedForSlot ? "waited" : "free", step: s.dependent ? "dependent" : "first" }, s.latencyMs / 1000),
   });
   const controller = deps.controller === false ? undefined : startController({
     runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
+    metrics, name: CONTROLLER_NAME,
     waitingRuns: (org) => ledger.admittedRuns(org),
     hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
     // The ledger starts from the steps running now (live Jobs), before anything is admitted.
@@ -139,7 +183,24 @@ export function createEngine(deps: EngineDeps): Engine {
   /** Per workspace root and second: the highest suffix handed out, and when. */
   const reserved = new Map<string, { at: number; last: number }>();
 
+  async function withQueuePositions(list: RunRecord[]): Promise<RunRecord[]> {
+    const orgs = new Set(list.filter((r) => r.steps.some((s) => s.status === "waiting")).map((r) => r.organization));
+    if (orgs.size === 0) return list;
+    const byOrg = new Map<string, Map<string, Map<string, number>>>();
+    for (const org of orgs) {
+      if (controller) { byOrg.set(org, positionsOf(ledger.allocation(org))); continue; }
+      const active = [...await deps.runs.list({ organization: org, status: "running" }), ...await deps.runs.list({ organization: org, status: "queued" })];
+      byOrg.set(org, queuePositions(ledger.limit(org), active.map((r) => ({ id: r.id, createdAt: Date.parse(r.createdAt), steps: r.steps }))));
+    }
+    return list.map((r) => {
+      const pos = byOrg.get(r.organization)?.get(r.id);
+      if (!pos) return r;
+      return { ...r, steps: r.steps.map((s) => (s.status === "waiting" && pos.has(s.stepId) ? { ...s, queuePosition: pos.get(s.stepId) as number } : s)) };
+    });
+  }
+
   return {
+    withQueuePositions,
     runs: deps.runs,
     executor: deps.executor,
     ledger,
@@ -153,7 +214,7 @@ export function createEngine(deps: EngineDeps): Engine {
       // Every step's parameters as they will be with these inputs: refused now, not at run time.
       const built = dryBuildSteps(spec, inputs.values, tools);
       if (built.length) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid with these inputs: ${built.map((e) => `${e.path}: ${e.message}`).join("; ")}`, errors: built };
-      const root = workspaceRootOf({ organization: input.organization, workspace: input.workspace });
+      const root = workspaceRoot(input.organization, input.workspace);
       // Every file input must exist before anything starts.
       const inputChecksums: RunRecord["inputChecksums"] = {};
       const missing: Issue[] = [];
@@ -193,7 +254,7 @@ export function createEngine(deps: EngineDeps): Engine {
       return { ok: true, run };
     },
     async cancel(run) {
-      return (await deps.runs.update(run.id, (r) => (r.cancelRequested || ["completed", "failed", "cancelled"].includes(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
+      return (await deps.runs.update(run.id, (r) => (r.cancelRequested || isFinal(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
     },
     reconcile,
     metrics,

@@ -23,10 +23,11 @@
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import type { ObjectStore } from "../core/ports.js";
 import { StoreError } from "../core/ports.js";
+import { ID_PATTERN } from "../core/ids.js";
 
 export const SCOPES = ["query", "tools", "conversations", "files"] as const;
 export type Scope = (typeof SCOPES)[number];
-export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+export { ID_PATTERN } from "../core/ids.js";
 
 export interface KeyRecord {
   id: string;

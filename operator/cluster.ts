@@ -5,6 +5,7 @@
  * health and metrics endpoint. The api-server's cluster-mode engine, which never reconciles,
  * is in engine/runtime.ts.
  */
+import { isFinal } from "../core/status.js";
 import { createServer, type Server } from "node:http";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
@@ -71,7 +72,6 @@ export interface OperatorTuning {
   ttlNow?: () => number;
 }
 
-const FINISHED = new Set(["completed", "failed", "cancelled"]);
 
 /**
  * The operator: campaigns for the Lease; once leading, starts the informers, rebuilds the
@@ -95,12 +95,18 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
   let ready = config.OPERON_LEADER_ELECTION; // a standby replica is ready; a lone one once synced
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // As the api-server does: prom-client's gauges named `…_total` break the naming rules (a
+  // non-counter must not end in _total); the same figures stay, by type, in nodejs_active_handles etc.
+  for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) registry.removeSingleMetric(name);
   const leaderGauge = new Gauge({ name: "operon_operator_leader", help: "1 while this replica holds the lease", registers: [registry] });
-  const writesGauge = new Gauge({ name: "operon_operator_api_writes", help: "Writes sent to the Kubernetes API by this replica", registers: [registry], collect() { this.set(client.writes()); } });
-  void writesGauge;
+  // The client counts its writes (never going down): the counter catches up with it when scraped.
+  let writesSeen = 0;
+  new Counter({
+    name: "operon_operator_api_writes_total", help: "Writes (non-GET requests) sent to the Kubernetes API by this replica", registers: [registry],
+    collect() { const n = client.writes(); if (n > writesSeen) { this.inc(n - writesSeen); writesSeen = n; } },
+  });
   const sweepsCounter = new Counter({ name: "operon_operator_cleanup_sweeps_total", help: "Clean-up sweeps (run TTL, stopped Jobs, labelling finished runs) completed by this replica", registers: [registry] });
-  const cachedRuns = new Gauge({ name: "operon_operator_cached_runs", help: "PipelineRuns in the leading operator's cache (runs in progress; finished runs leave it)", registers: [registry], collect() { this.set(active?.runs.resources().length ?? 0); } });
-  void cachedRuns;
+  new Gauge({ name: "operon_operator_cached_runs", help: "PipelineRuns in the leading operator's cache (runs in progress; finished runs leave it)", registers: [registry], collect() { this.set(active?.runs.resources().length ?? 0); } });
   const quiet = tuning.watchQuietMs ? { quietMs: tuning.watchQuietMs } : {};
 
   async function lead(): Promise<void> {
@@ -125,7 +131,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
     const finished = (id: string) => {
       const res = runs.resource(id);
       if (!res) return runs.synced();
-      return FINISHED.has((res.status as { phase?: string } | undefined)?.phase ?? "");
+      return isFinal((res.status as { phase?: string } | undefined)?.phase);
     };
     const executor = createJobExecutor({
       client: c, namespace: ns, store, onError, ...quiet,
@@ -201,7 +207,11 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       if (path === "/healthz") { res.writeHead(200, { "content-type": "text/plain" }).end("ok"); return; }
       if (path === "/readyz") { res.writeHead(ready ? 200 : 503, { "content-type": "text/plain" }).end(ready ? "ok" : "starting"); return; }
       if (path === "/metrics") {
-        void Promise.all([registry.metrics(), active?.engine.metrics.metrics() ?? ""]).then(([m, e]) => res.writeHead(200, { "content-type": registry.contentType }).end(m + e));
+        // The operator's own metrics, then (while leading) its engine's: controller, work queue, runs.
+        Promise.all([registry.metrics(), active?.engine.metrics.metrics() ?? ""]).then(
+          ([m, e]) => { res.writeHead(200, { "content-type": registry.contentType }).end(m + e); },
+          (e: unknown) => { opts.log(`metrics: ${errText(e)}`); res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"); },
+        );
         return;
       }
       res.writeHead(404).end();

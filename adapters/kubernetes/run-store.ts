@@ -12,6 +12,7 @@
  * operator's memory does not grow with the runs it has finished. Reads of a finished run go
  * to the API server.
  */
+import { isFinal } from "../../core/status.js";
 import { EventEmitter } from "node:events";
 import { ACTIVE_RUNS, LABEL, conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/kubernetes/pipelinerun.js";
 import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
@@ -140,7 +141,7 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
   const statusJson = (res: PR) => canonicalJson(res.status ?? {});
   const finalPhase = (res: PR): string | undefined => {
     const phase = (res.status as { phase?: unknown } | undefined)?.phase;
-    return typeof phase === "string" && ["completed", "failed", "cancelled"].includes(phase) ? phase : undefined;
+    return typeof phase === "string" && isFinal(phase) ? phase : undefined;
   };
 
   async function retire(res: PR): Promise<void> {
@@ -181,6 +182,17 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     resources: () => informer.list(),
     parsedCount: () => parsed.size,
     synced: () => informer.isSynced,
+    // From the cached resources as they are (no parsing); a run with no phase yet is queued.
+    countActive: async () => {
+      let queued = 0;
+      let running = 0;
+      for (const res of informer.list()) {
+        const phase = (res.status as { phase?: unknown } | undefined)?.phase ?? "queued";
+        if (phase === "queued") queued++;
+        else if (phase === "running") running++;
+      }
+      return { queued, running };
+    },
     retire: async (id) => {
       const res = informer.get(id) ?? (await fetch(id));
       if (res) await serial(id, () => retire(res));

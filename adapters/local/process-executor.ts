@@ -13,6 +13,7 @@
  * since it produced nothing that was published. Every error of one step fails that step
  * with a message free of server paths; none escapes to stop the process.
  */
+import { stepLogKeyIn } from "../../core/layout.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
@@ -160,7 +161,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   async function publishLog(task: StepTask, log: string): Promise<void> {
     let fh;
     try { fh = await open(log, "r"); } catch { return; }
-    try { await opts.store.put(`${task.runRoot}logs/${task.stepId}.log`, fh.createReadStream({ autoClose: false })); } catch { /* the step's outcome stands without its log */ } finally { await fh.close().catch(() => undefined); }
+    try { await opts.store.put(stepLogKeyIn(task.runRoot, task.stepId), fh.createReadStream({ autoClose: false })); } catch { /* the step's outcome stands without its log */ } finally { await fh.close().catch(() => undefined); }
   }
 
   async function run(task: StepTask, e: Entry): Promise<void> {
@@ -328,7 +329,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
             await killLeftovers(dir, pid);
             if (!opts.keepWorkdirs) await Promise.all([rm(dirsOf(dir).work, { recursive: true, force: true }), rm(dirsOf(dir).tmp, { recursive: true, force: true })]).catch(() => undefined);
             // The process is gone with the old server. Keep the attempt number so the next one is higher.
-            if (!cur || cur.state.attempt < state.attempt) steps.set(stepId, { state: { ...state, phase: "failed", message: "lost: the server stopped while the step ran" }, dir });
+            if (!cur || cur.state.attempt < state.attempt) steps.set(stepId, { state: { ...state, phase: "lost", message: "the server stopped while the step ran" }, dir });
             continue;
           }
           if (!cur || cur.state.attempt <= state.attempt) steps.set(stepId, { state, dir });

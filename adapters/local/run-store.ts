@@ -19,7 +19,7 @@ import type { RunListFilter, RunPosition, RunRecord, RunStore } from "../../core
 import { compareRunPositions, matchesRunFilter } from "../../core/run-order.js";
 import { keyedSerializer } from "../serial.js";
 
-const RUN_ID = /^run-[0-9a-z]{26}$/;
+import { RUN_ID } from "../../core/ids.js";
 /** Runs read at once while filling a page. */
 const READ_BATCH = 100;
 
@@ -85,6 +85,28 @@ export function createLocalRunStore(dataDir: string): RunStore {
     return indexed;
   }
 
+  /**
+   * Runs queued or running, by id: filled by one scan of the runs (the first count), kept up
+   * to date by this store's own writes; a run leaves it once finished (a final status never
+   * changes), so it holds only the runs in progress. The scan reads each run serialized with
+   * its writes, so a write during the scan is never undone by a stale read.
+   */
+  const unfinished = new Map<string, "queued" | "running">();
+  const note = (run: RunRecord) => {
+    if (run.status === "queued" || run.status === "running") unfinished.set(run.id, run.status);
+    else unfinished.delete(run.id);
+  };
+  let scanned: Promise<void> | undefined;
+  function ensureScanned(): Promise<void> {
+    scanned ??= (async () => {
+      const ids = (await names(dir)).filter((n) => n.endsWith(".json") && RUN_ID.test(n.slice(0, -5))).map((n) => n.slice(0, -5));
+      for (let i = 0; i < ids.length; i += READ_BATCH) {
+        await Promise.all(ids.slice(i, i + READ_BATCH).map((id) => serial(id, async () => { const run = await read(id); if (run) note(run); })));
+      }
+    })().catch((e: unknown) => { scanned = undefined; throw e; });
+    return scanned;
+  }
+
   /** Every run, read whole: only for the operator's resync (no organization given). */
   async function listEverything(filter: RunListFilter): Promise<RunRecord[]> {
     const runs = await Promise.all((await names(dir)).filter((n) => n.endsWith(".json") && RUN_ID.test(n.slice(0, -5))).map((n) => read(n.slice(0, -5))));
@@ -123,6 +145,7 @@ export function createLocalRunStore(dataDir: string): RunStore {
       if (await read(run.id)) throw new Error(`run ${run.id} already exists`);
       await writeEntry(run);
       await write(run);
+      note(run);
       events.emit("change", run.id);
     }),
     get: (id) => (RUN_ID.test(id) ? read(id) : Promise.resolve(undefined)),
@@ -133,9 +156,16 @@ export function createLocalRunStore(dataDir: string): RunStore {
       const next = change(cur);
       if (!next) return cur;
       await write(next);
+      note(next);
       events.emit("change", id);
       return next;
     }),
+    countActive: async () => {
+      await ensureScanned();
+      let queued = 0;
+      for (const status of unfinished.values()) if (status === "queued") queued++;
+      return { queued, running: unfinished.size - queued };
+    },
     watch: (fn) => {
       events.on("change", fn);
       return () => events.off("change", fn);

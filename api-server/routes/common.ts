@@ -1,12 +1,14 @@
 /** Helpers shared by the route plugins: workspace keys, list envelopes, stream reading. */
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
+import { workspaceRoot as workspaceRootKey } from "../../core/layout.js";
 import { normalizeWorkspacePath } from "../../core/paths.js";
 import { ApiError, badRequest } from "../errors.js";
 import type { AuthContext } from "../auth.js";
 import type { WorkspaceRecord } from "../../engine/service-store.js";
 
-export const workspaceRoot = (ws: Pick<WorkspaceRecord, "organization" | "id">) => `orgs/${ws.organization}/workspaces/${ws.id}/`;
+/** A workspace record's storage key prefix (core/layout.ts). */
+export const workspaceRoot = (ws: Pick<WorkspaceRecord, "organization" | "id">) => workspaceRootKey(ws.organization, ws.id);
 
 /**
  * A user-given file key (workspace-relative, or the full storage key of the same workspace)

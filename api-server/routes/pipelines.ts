@@ -16,9 +16,65 @@ import { RUN_ID } from "../../core/ids.js";
 import { positionOf } from "../../core/run-order.js";
 import { tailObject, lastLines } from "../log-tail.js";
 import { ApiError, badRequest } from "../errors.js";
+import { IssueSchema, PipelineSpecRef, dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { Engine } from "../../engine/engine.js";
 import type { WorkspaceRecord } from "../../engine/service-store.js";
 import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
+import { manifestPath, stepLogKey } from "../../core/layout.js";
+import { RUN_STATUSES, STEP_STATUSES, isFinalStep } from "../../core/status.js";
+
+
+/** A run as the API shows it (runView). */
+const RunSchema = z.object({
+  id: z.string(),
+  status: z.enum(RUN_STATUSES),
+  progress_pct: z.number(),
+  output_paths: z.array(z.string()).describe("Workspace-relative keys of the outputs so far."),
+  pipeline_id: z.string(),
+  name: z.string(),
+  workspace_id: z.string(),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  completed_at: z.string().nullable(),
+  error: z.string().nullable(),
+  output_folder: z.string().describe("Workspace-relative folder of the run's outputs, logs and run.json."),
+  manifest_path: z.string().describe("Workspace-relative key of the run's provenance manifest (run.json)."),
+  steps: z.array(z.object({
+    step_id: z.string(),
+    tool: z.string(),
+    status: z.enum(STEP_STATUSES),
+    attempt: z.number().int(),
+    started_at: z.string().nullable(),
+    completed_at: z.string().nullable(),
+    exit_code: z.number().int().nullable(),
+    error: z.string().nullable(),
+    waiting_reason: z.string().nullable(),
+    queue_position: z.number().int().optional().describe("A waiting step's place in its organization's queue."),
+  })),
+}).meta({ id: "Run" });
+
+/** A pipeline definition (definitionView): a built-in pipeline or a workspace's saved spec. */
+const PipelineDefinitionSchema = z.object({
+  id: z.string().nullable(),
+  name: z.string().nullable(),
+  description: z.string().nullable(),
+  category: z.string().nullable(),
+  tags: z.array(z.string()),
+  estimated_duration: z.string().nullable(),
+  origin: z.enum(["builtin", "workspace"]),
+  inputs: z.array(z.object({
+    name: z.string(),
+    type: z.enum(["file", "string", "select"]),
+    description: z.string().nullable(),
+    default: z.string().nullable(),
+    options: z.array(z.string()).nullable(),
+    required: z.boolean(),
+  })),
+  steps: z.array(z.object({ step_id: z.string(), tool: z.string(), depends_on: z.array(z.string()), description: z.string().nullable() })),
+  spec_file: z.string().optional().describe("For a workspace's saved spec: its workspace path."),
+}).meta({ id: "PipelineDefinition" });
+
+const ValidationResultSchema = z.object({ valid: z.boolean(), errors: z.array(IssueSchema), warnings: z.array(IssueSchema) });
 
 export function runView(run: RunRecord) {
   const root = workspaceRoot({ organization: run.organization, id: run.workspace });
@@ -35,7 +91,7 @@ export function runView(run: RunRecord) {
     completed_at: run.completedAt,
     error: run.error,
     output_folder: run.outputFolder,
-    manifest_path: `${run.outputFolder}/run.json`,
+    manifest_path: manifestPath(run.outputFolder),
     steps: run.steps.map((s) => ({
       step_id: s.stepId, tool: s.toolName, status: s.status, attempt: s.attempt, started_at: s.startedAt, completed_at: s.completedAt,
       exit_code: s.exitCode, error: s.error, waiting_reason: s.waitingReason ?? null, ...(s.queuePosition !== undefined ? { queue_position: s.queuePosition } : {}),
@@ -57,7 +113,6 @@ export function decodeRunCursor(cursor: string): RunPosition {
 
 /** `tail` of step logs: at most this many lines. */
 export const MAX_LOG_TAIL_LINES = 10_000;
-const ENDED_STEP = new Set(["completed", "failed", "cancelled", "skipped"]);
 
 export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engine }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -84,12 +139,17 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
     if (!run || run.organization !== auth.organization) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found`);
     if (workspace !== undefined && run.workspace !== workspace) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`);
     await app.operon.auth.workspace(auth, run.workspace);
-    return run;
+    return (await engine.withQueuePositions([run]))[0] as RunRecord;
   }
 
   r.post("/v1/pipelines/validate", {
     config,
-    schema: { tags: ["pipelines"], summary: "Validate a spec (same checks as a run)", body: z.object({ workspace_id: workspaceId, spec_file: z.string().min(1).max(1024).optional(), spec: z.unknown().optional() }) },
+    schema: {
+      tags: ["pipelines"], summary: "Validate a spec (same checks as a run)", operationId: "validatePipeline",
+      description: "Exactly one of `spec_file` (a workspace path, at most 1 MB) or `spec` (inline). An invalid spec is a 200 with `valid: false` and every issue.",
+      body: z.object({ workspace_id: workspaceId, spec_file: z.string().min(1).max(1024).optional(), spec: PipelineSpecRef.optional() }),
+      response: { 200: jsonResponse(dataOf(ValidationResultSchema), "The validation result: errors, and warnings that leave the spec valid."), ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503) },
+    },
   }, async (req) => {
     const ws = await app.operon.auth.workspace(requireAuth(req), req.body.workspace_id);
     if ((req.body.spec_file === undefined) === (req.body.spec === undefined)) throw badRequest("spec_file", "give exactly one of spec_file or spec");
@@ -100,15 +160,17 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
   r.post("/v1/pipelines", {
     config,
     schema: {
-      tags: ["pipelines"], summary: "Start a run from a built-in pipeline, a spec file or an inline spec",
+      tags: ["pipelines"], summary: "Start a run from a built-in pipeline, a spec file or an inline spec", operationId: "createPipelineRun",
+      description: "Exactly one of `pipeline_id` (a built-in pipeline; `tool_id` is an alias), `spec_file` (a workspace path, at most 1 MB) or `spec` (inline). An invalid spec, bad inputs or a missing input file are a 422 with `details.errors`, and nothing starts.",
       body: z.object({
         workspace_id: workspaceId,
         pipeline_id: z.string().min(1).max(128).optional(),
         tool_id: z.string().min(1).max(128).optional(),
         spec_file: z.string().min(1).max(1024).optional(),
-        spec: z.unknown().optional(),
+        spec: PipelineSpecRef.optional(),
         input: z.record(z.string(), z.unknown()).default({}),
       }),
+      response: { 201: jsonResponse(dataOf(RunSchema), "The run, created (`queued`)."), ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503) },
     },
   }, async (req, reply) => {
     const auth = requireAuth(req);
@@ -142,13 +204,14 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
   r.get("/v1/pipelines", {
     config,
     schema: {
-      tags: ["pipelines"], summary: "List runs, newest first (cursor-paginated)",
+      tags: ["pipelines"], summary: "List runs, newest first (cursor-paginated)", operationId: "listPipelineRuns",
       querystring: z.object({
         workspace_id: workspaceId,
         limit: z.coerce.number().int().min(1).max(1000).default(100),
         cursor: z.string().min(1).max(512).optional(),
-        status: z.enum(["queued", "running", "completed", "failed", "cancelled"]).optional(),
+        status: z.enum(RUN_STATUSES).optional(),
       }),
+      response: { 200: jsonResponse(listOf(RunSchema), "A page of runs; pass next_cursor back as `cursor` for the next."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req) => {
     const auth = requireAuth(req);
@@ -163,12 +226,17 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
     const page = runs.slice(0, limit);
     const last = page[page.length - 1];
     const more = runs.length > limit && last !== undefined;
-    return listEnvelope(page.map(runView), more, more ? encodeRunCursor(positionOf(last)) : null);
+    return listEnvelope((await engine.withQueuePositions(page)).map(runView), more, more ? encodeRunCursor(positionOf(last)) : null);
   });
 
   r.get("/v1/pipelines/definitions", {
     config,
-    schema: { tags: ["pipelines"], summary: "Built-in pipelines and the workspace's saved specs", querystring: z.object({ workspace_id: workspaceId.optional() }) },
+    schema: {
+      tags: ["pipelines"], summary: "Built-in pipelines and the workspace's saved specs", operationId: "listPipelineDefinitions",
+      querystring: z.object({ workspace_id: workspaceId.optional() }),
+      // The handler builds its items as plain records: the schema documents them.
+      response: { 200: jsonResponse(untypedReply(listOf(PipelineDefinitionSchema)), "The built-in pipelines, then the workspace's saved specs when workspace_id is given (one page)."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+    },
   }, async (req) => {
     const auth = requireAuth(req);
     const out: Array<Record<string, unknown>> = [...engine.builtins.values()].map((s) => definitionView(s, "builtin"));
@@ -188,7 +256,11 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
 
   r.get("/v1/pipelines/definitions/:pipeline_id", {
     config,
-    schema: { tags: ["pipelines"], summary: "One pipeline definition with its inputs and steps", params: z.object({ pipeline_id: z.string().min(1).max(128) }) },
+    schema: {
+      tags: ["pipelines"], summary: "One pipeline definition with its inputs and steps", operationId: "getPipelineDefinition",
+      params: z.object({ pipeline_id: z.string().min(1).max(128) }),
+      response: { 200: jsonResponse(dataOf(PipelineDefinitionSchema.extend({ spec: PipelineSpecRef })), "The built-in pipeline, with its spec."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+    },
   }, async (req) => {
     const found = engine.builtins.get(req.params.pipeline_id);
     if (!found) throw new ApiError("not_found", `no built-in pipeline ${JSON.stringify(req.params.pipeline_id)}`);
@@ -197,27 +269,41 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
 
   r.get("/v1/pipelines/:id", {
     config,
-    schema: { tags: ["pipelines"], summary: "Poll a run", params: z.object({ id: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }) },
+    schema: {
+      tags: ["pipelines"], summary: "Poll a run", operationId: "getPipelineRun",
+      params: z.object({ id: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }),
+      response: { 200: jsonResponse(dataOf(RunSchema), "The run."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+    },
   }, async (req) => ({ data: runView(await runOf(req, req.params.id, req.query.workspace_id)) }));
 
   r.delete("/v1/pipelines/:id", {
     config,
-    schema: { tags: ["pipelines"], summary: "Cancel a run", params: z.object({ id: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }) },
+    schema: {
+      tags: ["pipelines"], summary: "Cancel a run", operationId: "cancelPipelineRun",
+      description: "Asks the run to stop; a run that already ended is returned as it is.",
+      params: z.object({ id: z.string() }), querystring: z.object({ workspace_id: workspaceId.optional() }),
+      response: { 200: jsonResponse(dataOf(RunSchema), "The run, with cancellation requested."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+    },
   }, async (req) => ({ data: runView(await engine.cancel(await runOf(req, req.params.id, req.query.workspace_id))) }));
 
   r.get("/v1/pipelines/:id/steps/:stepId/logs", {
     config,
     schema: {
-      tags: ["pipelines"], summary: "A step's log (streamed; `tail` for its last lines only)",
+      tags: ["pipelines"], summary: "A step's log (streamed; `tail` for its last lines only)", operationId: "getStepLog",
       params: z.object({ id: z.string(), stepId: z.string() }),
       querystring: z.object({ workspace_id: workspaceId.optional(), tail: z.coerce.number().int().min(1).max(MAX_LOG_TAIL_LINES).optional() }),
+      // The handler streams text: the schema documents it.
+      response: {
+        200: { description: "The step's log as plain text (empty while it has none).", content: { "text/plain": { schema: untypedReply(z.string()) } } },
+        ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+      },
     },
   }, async (req, reply) => {
     const run = await runOf(req, req.params.id, req.query.workspace_id);
     const step = run.steps.find((s) => s.stepId === req.params.stepId);
     if (!step) throw new ApiError("not_found", `step ${JSON.stringify(req.params.stepId)} not in run ${run.id}`);
     const { tail } = req.query;
-    const key = `${workspaceRoot({ organization: run.organization, id: run.workspace })}${run.outputFolder}/logs/${step.stepId}.log`;
+    const key = stepLogKey(run, step.stepId);
     reply.type("text/plain; charset=utf-8");
     /** The log copied to the run folder when the step ended: streamed, or only its end read. */
     const stored = async (): Promise<boolean> => {
@@ -239,7 +325,7 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
     };
     // An ended step's log is in storage; a running one's only with the executor (which may
     // also keep an earlier attempt's in storage, so it is asked first).
-    const ended = ENDED_STEP.has(step.status);
+    const ended = isFinalStep(step.status);
     if (ended && (await stored())) return reply;
     const live = await engine.executor.logs(run.id, step.stepId);
     if (live !== undefined) return reply.send(tail !== undefined ? lastLines(Buffer.from(live), tail) : live);
@@ -249,7 +335,16 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
 
   r.post("/v1/pipelines/:id/save-spec", {
     config,
-    schema: { tags: ["pipelines"], summary: "Save a finished run as a spec", params: z.object({ id: z.string() }), body: z.object({ workspace_id: workspaceId, name: z.string().min(1).max(100).optional(), overwrite: z.boolean().default(false) }) },
+    schema: {
+      tags: ["pipelines"], summary: "Save a finished run as a spec", operationId: "saveRunAsSpec",
+      description: "Writes `pipelines/specs/<name>.pipeline.json` in the workspace from a completed or failed run: 409 when the run has not finished, or when the name is taken and `overwrite` is not true.",
+      params: z.object({ id: z.string() }),
+      body: z.object({ workspace_id: workspaceId, name: z.string().min(1).max(100).optional(), overwrite: z.boolean().default(false) }),
+      response: {
+        201: jsonResponse(dataOf(z.object({ path: z.string().describe("Workspace path of the saved spec."), spec: PipelineSpecRef, warnings: z.array(IssueSchema) })), "The spec, saved."),
+        ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503),
+      },
+    },
   }, async (req, reply) => {
     const run = await runOf(req, req.params.id, req.body.workspace_id);
     if (run.status !== "completed" && run.status !== "failed") throw new ApiError("conflict", `run ${run.id} is ${run.status}; only completed or failed runs can be saved`);

@@ -5,6 +5,7 @@
  * behind steps queued earlier), runs through the same executor, and answers with its exit
  * code, output (capped) and the files it produced.
  */
+import { isFinal } from "../../core/status.js";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -16,12 +17,34 @@ import { stepTimeoutMs } from "../../core/plan.js";
 import { StoreError } from "../../core/ports.js";
 import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../../core/tools/index.js";
 import { ApiError } from "../errors.js";
+import { dataOf, errorResponses, jsonResponse, listOf } from "../openapi.js";
 import type { Engine } from "../../engine/engine.js";
 import { requireAuth, workspaceRoot } from "./common.js";
 
 const OUTPUT_CAP = 64 * 1024;
 /** How long a tool run waits for a free slot before giving up (503). */
 const SLOT_WAIT_MS = 5 * 60_000;
+
+const ToolSchema = z.object({
+  id: z.string(),
+  description: z.string(),
+  version: z.string().describe("Version of the tool in its pinned image."),
+  image: z.string().describe("Container image used in cluster mode."),
+  image_note: z.string().optional(),
+  commands: z.array(z.object({ name: z.string(), description: z.string(), required: z.array(z.string()).describe("Parameters the command cannot run without.") })),
+  input_schema: z.record(z.string(), z.unknown()).describe("JSON Schema of the tool's parameters (the `input` of a tool run, a step's `parameters`)."),
+  available: z.boolean().describe("Whether the tool can run here (embedded mode: its executables are installed)."),
+}).meta({ id: "Tool" });
+
+const ToolRunSchema = z.object({
+  exit_code: z.number().int().nullable(),
+  status: z.string().describe("How the task ended: `completed`, `failed`, `cancelled`…"),
+  stdout: z.string().describe("The tool's standard output, when it writes its result there (at most 64 KiB)."),
+  stderr: z.string().describe("The end of the tool's log (at most 64 KiB)."),
+  error: z.string().nullable(),
+  output_files: z.array(z.object({ key: z.string().describe("Workspace-relative key."), size: z.number().int(), sha256: z.string() })),
+  run_id: z.string().optional().describe("Cluster mode: the one-step pipeline run that ran the tool."),
+});
 
 /** Whether every local executable of a tool is on PATH (embedded mode runs them from there). */
 function availableLocally(executables: readonly string[]): boolean {
@@ -38,16 +61,21 @@ export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }
     input_schema: toolInputJsonSchema(t),
     available: app.operon.deps.config.storage === "local" ? availableLocally(t.localExecutables) : true,
   }));
-  app.get("/v1/tools", { config: { scope: "tools" }, schema: { tags: ["tools"], summary: "List tools with their commands and input schemas" } }, async () => ({ data: view, has_more: false, next_cursor: null }));
+  app.get("/v1/tools", { config: { scope: "tools" }, schema: {
+    tags: ["tools"], summary: "List tools with their commands and input schemas", operationId: "listTools",
+    response: { 200: jsonResponse(listOf(ToolSchema), "Every tool of the catalogue (one page)."), ...errorResponses(401, 403, 429, 500, 503) },
+  } }, async () => ({ data: view, has_more: false, next_cursor: null }));
 
   const engine = opts.engine;
   if (!engine) return;
   r.post("/v1/tools/:toolId/run", {
     config: { scope: "tools" },
     schema: {
-      tags: ["tools"], summary: "Run a tool synchronously (one compute task under the organization's limit)",
+      tags: ["tools"], summary: "Run a tool synchronously", operationId: "runTool",
+      description: "One compute task under the organization's concurrency limit: the request waits for a free slot (503 if none frees in time), runs the tool and answers with its result. `input` is checked against the tool's input_schema (400 with `details.errors`); `workspace_id` is required for a tool that reads files.",
       params: z.object({ toolId: z.string().min(1).max(64) }),
       body: z.object({ input: z.record(z.string(), z.unknown()), workspace_id: z.string().min(1).max(63).optional() }),
+      response: { 200: jsonResponse(dataOf(ToolRunSchema), "The tool ran (whether it succeeded is in status and exit_code)."), ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503) },
     },
   }, async (req) => {
     const auth = requireAuth(req);
@@ -121,7 +149,7 @@ async function runAsPipelineRun(app: FastifyInstance, engine: Engine, t: { organ
   const id = res.run.id;
   const deadline = Date.now() + SLOT_WAIT_MS + stepTimeoutMs({ stepId: "run" });
   let run = res.run;
-  while (!["completed", "failed", "cancelled"].includes(run.status)) {
+  while (!isFinal(run.status)) {
     if (Date.now() > deadline) throw new ApiError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, 1000);

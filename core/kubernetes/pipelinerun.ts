@@ -5,7 +5,10 @@
  * labels of the Jobs a run owns. The Kubernetes adapters only move these objects over HTTP.
  */
 import { z } from "zod";
+import { ID_PATTERN } from "../ids.js";
+import { manifestKey } from "../layout.js";
 import type { RunRecord, StepRecord } from "../ports.js";
+import { RUN_STATUSES, STEP_STATUSES } from "../status.js";
 import { PipelineSpecSchema, pipelineSpecJsonSchema, type PipelineSpec } from "../spec/schema.js";
 
 export const GROUP = "operon.dev";
@@ -51,9 +54,9 @@ export const ANNOTATION = {
   timeoutMs: "operon.dev/timeout-ms",
 } as const;
 
-const RUN_STATUS = ["queued", "running", "completed", "failed", "cancelled"] as const;
-const STEP_STATUS = ["pending", "waiting", "running", "completed", "failed", "cancelled", "skipped"] as const;
-const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+const RUN_STATUS = RUN_STATUSES;
+const STEP_STATUS = STEP_STATUSES;
+const ID = ID_PATTERN;
 
 export const PipelineRunSpecSchema = z.object({
   organization: z.string().regex(ID),
@@ -86,7 +89,6 @@ export const StepStatusSchema = z.object({
   toolName: z.string().optional(),
   phase: z.enum(STEP_STATUS),
   waitingReason: z.string().optional(),
-  queuePosition: z.number().int().optional(),
   startedAt: z.string().optional(),
   completedAt: z.string().optional(),
   exitCode: z.number().int().optional(),
@@ -220,7 +222,6 @@ function stepToStatus(s: StepRecord): PipelineRunStatus["steps"] extends Array<i
     toolName: s.toolName,
     phase: s.status,
     ...(s.waitingReason !== undefined ? { waitingReason: s.waitingReason } : {}),
-    ...(s.queuePosition !== undefined ? { queuePosition: s.queuePosition } : {}),
     ...(s.startedAt ? { startedAt: s.startedAt } : {}),
     ...(s.completedAt ? { completedAt: s.completedAt } : {}),
     ...(s.exitCode !== null && s.exitCode !== undefined ? { exitCode: s.exitCode } : {}),
@@ -253,7 +254,7 @@ export function runToStatus(run: RunRecord, previous: readonly Condition[] | und
   const admitted: Omit<Condition, "lastTransitionTime"> = first
     ? {
       type: "Admitted", status: "False", reason: first.waitingReason ?? "OrgConcurrencyLimit",
-      message: `${waiting.length} step(s) wait for a free slot of organization ${run.organization}${first.queuePosition !== undefined ? `; next is ${first.stepId} at queue position ${first.queuePosition}` : ""}`,
+      message: `${waiting.length} step(s) wait for a free slot of organization ${run.organization}, first ${first.stepId} (positions: GET /v1/pipelines/${run.id})`,
     }
     : { type: "Admitted", status: "True", reason: "Admitted" };
   const conditions = [succeeded, admitted].map((c) => {
@@ -269,7 +270,7 @@ export function runToStatus(run: RunRecord, previous: readonly Condition[] | und
     ...(run.error ? { message: run.error } : {}),
     conditions,
     steps: run.steps.map(stepToStatus),
-    ...(run.startedAt ? { manifestKey: `orgs/${run.organization}/workspaces/${run.workspace}/${run.outputFolder}/run.json` } : {}),
+    ...(run.startedAt ? { manifestKey: manifestKey(run) } : {}),
   };
 }
 
@@ -302,7 +303,6 @@ export function resourceToRun(res: PipelineRunResource): RunRecord {
       toolName: step.toolName,
       status: st?.phase ?? "pending",
       ...(st?.waitingReason !== undefined ? { waitingReason: st.waitingReason } : {}),
-      ...(st?.queuePosition !== undefined ? { queuePosition: st.queuePosition } : {}),
       startedAt: st?.startedAt ?? null,
       completedAt: st?.completedAt ?? null,
       exitCode: st?.exitCode ?? null,

@@ -1,5 +1,6 @@
 import t from "tap";
-import { MANIFEST_SCHEMA_VERSION, RUN_STATUSES, RunManifestSchema, STEP_STATUSES } from "../../core/manifest.js";
+import { MANIFEST_SCHEMA_VERSION, RunManifestSchema } from "../../core/manifest.js";
+import { RUN_STATUSES, STEP_STATUSES } from "../../core/status.js";
 
 const FOLDER = "pipelines/2026-11-21T22-40-05Z";
 const KEY = (f: string) => `orgs/acme/workspaces/ws1/${FOLDER}/${f}`;

@@ -1,7 +1,7 @@
 import t from "tap";
 import fc from "fast-check";
-import { planRun, readySteps, stepTimeoutMs, WAITING_REASON, type ObservedStep, type PlanInput, type PlanStep } from "../../core/plan.js";
-import { allocate, Ledger } from "../../core/quota.js";
+import { MAX_ATTEMPTS, planRun, readySteps, stepTimeoutMs, WAITING_REASON, type ObservedStep, type PlanInput, type PlanStep } from "../../core/plan.js";
+import { allocate, Ledger, queuePositions } from "../../core/quota.js";
 
 const diamond: PlanStep[] = [
   { stepId: "a" },
@@ -9,7 +9,7 @@ const diamond: PlanStep[] = [
   { stepId: "c", dependsOn: ["a"] },
   { stepId: "d", dependsOn: ["b", "c"] },
 ];
-const all = (ids: string[]) => ({ admitted: new Set(ids), positions: new Map<string, number>() });
+const all = (ids: string[]) => ({ admitted: new Set(ids) });
 const obs = (o: Record<string, ObservedStep>) => new Map(Object.entries(o));
 const base = (over: Partial<PlanInput> = {}): PlanInput => ({ steps: diamond, observed: new Map(), cancelRequested: false, now: 10_000, admission: all(["a", "b", "c", "d"]), ...over });
 const statuses = (p: ReturnType<typeof planRun>) => Object.fromEntries(p.steps.map((s) => [s.stepId, s.status]));
@@ -17,13 +17,13 @@ const statuses = (p: ReturnType<typeof planRun>) => Object.fromEntries(p.steps.m
 t.test("planRun table", async (t) => {
   const cases: Array<{ name: string; input: PlanInput; start: string[]; status: string; steps: Record<string, string>; kill?: Array<{ stepId: string; reason: string }>; progress?: number; requeue?: number; error?: RegExp }> = [
     { name: "fresh run: the root starts", input: base(), start: ["a"], status: "running", steps: { a: "running", b: "pending", c: "pending", d: "pending" }, progress: 0 },
-    { name: "fresh run without a slot: queued, waiting with its position",
-      input: base({ admission: { admitted: new Set(), positions: new Map([["a", 3]]) } }),
+    { name: "fresh run without a slot: queued, waiting",
+      input: base({ admission: { admitted: new Set() } }),
       start: [], status: "queued", steps: { a: "waiting", b: "pending", c: "pending", d: "pending" } },
     { name: "root done: both branches start in parallel",
       input: base({ observed: obs({ a: { phase: "completed" } }) }), start: ["b", "c"], status: "running", steps: { a: "completed", b: "running", c: "running", d: "pending" }, progress: 25 },
     { name: "one slot: first branch starts, second waits",
-      input: base({ observed: obs({ a: { phase: "completed" } }), admission: { admitted: new Set(["b"]), positions: new Map([["c", 1]]) } }),
+      input: base({ observed: obs({ a: { phase: "completed" } }), admission: { admitted: new Set(["b"]) } }),
       start: ["b"], status: "running", steps: { a: "completed", b: "running", c: "waiting", d: "pending" } },
     { name: "the join waits for both parents",
       input: base({ observed: obs({ a: { phase: "completed" }, b: { phase: "completed" }, c: { phase: "running", startedAt: 9000 } }) }),
@@ -69,9 +69,31 @@ t.test("planRun table", async (t) => {
   }
 });
 
-t.test("a waiting step shows its reason and queue position", async (t) => {
-  const p = planRun(base({ admission: { admitted: new Set(), positions: new Map([["a", 7]]) } }));
-  t.same(p.steps[0], { stepId: "a", status: "waiting", waitingReason: WAITING_REASON, queuePosition: 7 });
+t.test("a waiting step shows its reason (its position is computed on read, not planned)", async (t) => {
+  const p = planRun(base({ admission: { admitted: new Set() } }));
+  t.same(p.steps[0], { stepId: "a", status: "waiting", waitingReason: WAITING_REASON });
+});
+
+t.test("a lost attempt is a typed state: run again while attempts are left, then a failure", async (t) => {
+  const lost = (attempt: number) => base({ observed: obs({ a: { phase: "lost", attempt, message: "the server stopped while the step ran" } }) });
+  for (const attempt of [1, MAX_ATTEMPTS - 1]) {
+    const p = planRun(lost(attempt));
+    t.same(p.retry, ["a"], `attempt ${attempt} lost: retried`);
+    t.same(p.start, ["a"], "and started again when admitted");
+    t.equal(p.status, "running");
+    const waiting = planRun({ ...lost(attempt), admission: { admitted: new Set() } });
+    t.equal(statuses(waiting).a, "waiting", "or waits for a slot like any ready step");
+  }
+  const out = planRun(lost(MAX_ATTEMPTS));
+  t.same(out.retry, [], `attempt ${MAX_ATTEMPTS} lost: no retry`);
+  t.same(out.start, []);
+  t.equal(out.status, "failed");
+  t.equal(out.steps[0]?.status, "failed");
+  t.match(out.steps[0]?.error, new RegExp(`the server stopped while the step ran \\(attempt ${MAX_ATTEMPTS} of ${MAX_ATTEMPTS}`));
+  t.match(out.error, /step a failed: the server stopped/);
+  const dependent = planRun(base({ observed: obs({ a: { phase: "completed" }, b: { phase: "lost", attempt: 1 } }) }));
+  t.ok(dependent.start.includes("b"), "a lost step whose parents completed is ready again");
+  t.notOk(dependent.start.includes("d"), "its dependants still wait for it");
 });
 
 t.test("timeouts are clamped to 2 hours", async (t) => {
@@ -180,8 +202,7 @@ t.test("simulation: the limit holds per organization and every run completes", a
         ledger.observe(r.org, r.id, r.createdAt, { known: r.observed.keys(), running: runningHere, ready: readySteps(r.steps, r.observed) });
         const alloc = ledger.allocation(r.org);
         const admitted = new Set(alloc.admitted.get(r.id) ?? []);
-        const positions = new Map((alloc.waiting.get(r.id) ?? []).map((w) => [w.stepId, w.position]));
-        const plan = planRun({ steps: r.steps, observed: r.observed, cancelRequested: false, now: tick, admission: { admitted, positions } });
+        const plan = planRun({ steps: r.steps, observed: r.observed, cancelRequested: false, now: tick, admission: { admitted } });
         ledger.assume(r.org, r.id, plan.start);
         for (const s of plan.start) r.observed.set(s, { phase: "running", startedAt: tick });
         r.status = plan.status;
@@ -194,4 +215,22 @@ t.test("simulation: the limit holds per organization and every run completes", a
       return runs.every((r) => r.status === "completed");
     }), { numRuns: 300 });
   t.pass("property held");
+});
+
+t.test("queuePositions: from run records, the same order as the ledger's allocation", async (t) => {
+  const runs = [
+    { id: "r2", createdAt: 2, steps: [{ stepId: "a", status: "waiting" }, { stepId: "b", status: "waiting" }] },
+    { id: "r1", createdAt: 1, steps: [{ stepId: "x", status: "running" }, { stepId: "y", status: "waiting" }] },
+    { id: "r3", createdAt: 3, steps: [{ stepId: "a", status: "completed" }, { stepId: "b", status: "pending" }] },
+  ];
+  const pos = queuePositions(1, runs);
+  t.same([...(pos.get("r1") ?? [])], [["y", 1]], "the oldest run first");
+  t.same([...(pos.get("r2") ?? [])], [["a", 2], ["b", 3]], "then declaration order");
+  t.notOk(pos.has("r3"), "a run with nothing waiting has no position");
+  const ledger = new Ledger(() => 1);
+  ledger.observe("o", "r1", 1, { known: ["x"], running: ["x"], ready: ["y"] });
+  ledger.observe("o", "r2", 2, { known: [], running: [], ready: ["a", "b"] });
+  t.same(ledger.allocation("o").waiting.get("r2"), [{ stepId: "a", position: 2 }, { stepId: "b", position: 3 }], "the ledger agrees");
+  const free = queuePositions(3, runs);
+  t.same([...(free.get("r2") ?? [])], [["b", 1]], "with 2 slots free the first two waiting steps are about to start: no position");
 });

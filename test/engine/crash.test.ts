@@ -152,6 +152,6 @@ t.test("unsandboxed steps: a restart kills the lost attempt's whole process grou
   t.teardown(() => restarted.shutdown());
   await restarted.recover();
   await until("the old attempt's processes to be gone", () => processesUnder(work).length === 0, 10_000);
-  t.match((await restarted.observe("run-crash")).get("s"), { phase: "failed", attempt: 1, message: /^lost:/ }, "recorded as lost, to be run again as attempt 2");
+  t.match((await restarted.observe("run-crash")).get("s"), { phase: "lost", attempt: 1, message: /the server stopped/ }, "recorded as lost, to be run again as attempt 2");
   await crashed.shutdown();
 });

@@ -1,7 +1,8 @@
 /**
- * Queue positions of waiting steps: shown, correct once settled, and not rewritten on every
- * slot that frees (that made status writes grow with the square of the queue — the cluster
- * benchmark's PipelineRun status writes). The executor here is an in-memory one whose steps
+ * Queue positions of waiting steps: computed when a run is read (never stored), so they are
+ * exact at every read and a slot that frees rewrites no waiting run (writing positions made
+ * status writes grow with the square of the queue — the cluster benchmark's PipelineRun
+ * status writes). The executor here is an in-memory one whose steps
  * finish when the test says, so slots free at known moments; the reconciler, planner,
  * ledger, controller and run store are the real ones.
  */
@@ -13,8 +14,8 @@ import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createEngine } from "../../engine/engine.js";
-import type { ObservedStepState, RunStore, StepExecutor } from "../../core/ports.js";
-import { POSITION_REFRESH_MS } from "../../engine/reconciler.js";
+import type { ObservedStepState, RunRecord, RunStore, StepExecutor } from "../../core/ports.js";
+import { until } from "../support/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-positions-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,7 +36,6 @@ const runs: RunStore = { ...base, update: async (id, change) => base.update(id, 
 const store = createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
 const engine = createEngine({ runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => 1, workers: 2 });
 t.teardown(() => engine.stop());
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.test("30 queued runs, one slot", async (t) => {
   const ids: string[] = [];
@@ -44,18 +44,19 @@ t.test("30 queued runs, one slot", async (t) => {
     if (!r.ok) throw new Error(r.message);
     ids.push(r.run.id);
   }
-  const positions = async () => Promise.all(ids.map(async (id) => (await runs.get(id))?.steps[0]?.queuePosition));
-  for (let i = 0; i < 100 && !(await positions()).includes(29); i++) await sleep(20);
+  const positions = async () => (await engine.withQueuePositions(await Promise.all(ids.map(async (id) => (await runs.get(id)) as RunRecord)))).map((r) => r.steps[0]?.queuePosition);
+  await until("29 runs waiting", async () => (await positions()).includes(29));
   t.same(await positions(), [undefined, ...Array.from({ length: 29 }, (_, i) => i + 1)], "each waiting step shows its place");
+  t.equal((await runs.get(ids[5] as string))?.steps[0]?.queuePosition, undefined, "the stored record holds no position");
   writes.clear();
   // Free the slot 10 times in quick succession: every waiting run moves up 10 places.
   for (let i = 0; i < 10; i++) {
     finish(ids[i] as string);
-    for (let k = 0; k < 200 && !steps.has(ids[i + 1] as string); k++) await sleep(5);
+    await until(`run ${i + 1} started`, () => steps.has(ids[i + 1] as string));
+    const now = await positions();
+    t.same(now.slice(i + 2), Array.from({ length: 28 - i }, (_, k) => k + 1), `after ${i + 1} slot(s) freed, every position is exact at once`);
   }
   const last = ids[29] as string;
-  t.ok((writes.get(last) ?? 0) <= 2, `the last run was rewritten ${writes.get(last) ?? 0} times for 10 moves (at most once per ${POSITION_REFRESH_MS} ms)`);
-  await sleep(POSITION_REFRESH_MS + 500);
-  t.same((await positions()).slice(11), Array.from({ length: 19 }, (_, i) => i + 1), "settled: positions are exact again");
+  t.equal(writes.get(last) ?? 0, 0, "the last run was not rewritten by 10 moves of the queue");
   t.equal((await runs.get(ids[10] as string))?.steps[0]?.status, "running");
 });

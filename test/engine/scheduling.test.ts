@@ -95,7 +95,7 @@ t.test("a step over the limit waits with a reason and position, and never fails 
   t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
   const run = await submit(h.engine, "o1", parallel(3, 0.3));
   await until(async () => ((await h.engine.runs.get(run.id))?.steps.filter((s) => s.status === "waiting").length ?? 0) === 2);
-  const r = await h.engine.runs.get(run.id);
+  const [r] = await h.engine.withQueuePositions([(await h.engine.runs.get(run.id)) as RunRecord]);
   const waiting = r?.steps.filter((s) => s.status === "waiting") ?? [];
   t.same(waiting.map((s) => [s.waitingReason, s.queuePosition]), [["OrgConcurrencyLimit", 1], ["OrgConcurrencyLimit", 2]]);
   await until(async () => finished(await h.engine.runs.get(run.id)));

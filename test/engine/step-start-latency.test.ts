@@ -15,31 +15,8 @@ import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createEngine, STEP_START_BUCKETS } from "../../engine/engine.js";
 import type { ObservedStepState, StepExecutor } from "../../core/ports.js";
-import { Ledger } from "../../core/quota.js";
-import { POSITION_REFRESH_MS, POSITION_WRITES_PER_SECOND, positionRefreshMs } from "../../engine/reconciler.js";
 import { stepStartCounts } from "../support/metrics.js";
 import { sleep, until } from "../support/wait.js";
-
-t.test("positionRefreshMs: 5 s for short queues, then growing so that all runs together write ~10 positions/s", async (t) => {
-  t.equal(positionRefreshMs(0), POSITION_REFRESH_MS);
-  t.equal(positionRefreshMs(50), POSITION_REFRESH_MS, "50 waiting runs × one write per 5 s = 10/s");
-  t.equal(positionRefreshMs(51), 5100);
-  t.equal(positionRefreshMs(500), 50_000, "500 waiting runs: each rewritten at most every 50 s");
-  for (const n of [60, 450, 2000]) t.equal(n / (positionRefreshMs(n) / 1000), POSITION_WRITES_PER_SECOND, `${n} runs: ${POSITION_WRITES_PER_SECOND} writes/s in all`);
-});
-
-t.test("Ledger.waitingRunCount counts runs with ready steps not started, over every organization", async (t) => {
-  const l = new Ledger(() => 1);
-  t.equal(l.waitingRunCount(), 0);
-  l.observe("o1", "r1", 1, { known: [], running: ["a"], ready: [] });
-  l.observe("o1", "r2", 2, { known: [], running: [], ready: ["a", "b"] });
-  l.observe("o2", "r3", 3, { known: [], running: [], ready: ["a"] });
-  t.equal(l.waitingRunCount(), 2, "r2 and r3; a run with only running steps does not count");
-  l.assume("o2", "r3", ["a"]);
-  t.equal(l.waitingRunCount(), 1, "r3's step is being created: no longer waiting");
-  l.remove("o1", "r2");
-  t.equal(l.waitingRunCount(), 0);
-});
 
 const dir = mkdtempSync(join(tmpdir(), "operon-start-latency-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -25,7 +25,7 @@ const run: RunRecord = {
   cancelRequested: false,
   steps: [
     { stepId: "index", toolName: "bwa", status: "completed", startedAt: "2026-11-22T01:00:01.000Z", completedAt: "2026-11-22T01:00:02.000Z", exitCode: 0, error: null, attempt: 1, outputs: [{ filename: "ref.fa", position: 0, key: "k", size: 1, sha256: "aa" }], jobName: "j1", argv: ["bwa", "index", "ref.fa"], command: "index" },
-    { stepId: "align", toolName: "bwa", status: "waiting", waitingReason: "OrgConcurrencyLimit", queuePosition: 2, startedAt: null, completedAt: null, exitCode: null, error: null, attempt: 0, outputs: [] },
+    { stepId: "align", toolName: "bwa", status: "waiting", waitingReason: "OrgConcurrencyLimit", startedAt: null, completedAt: null, exitCode: null, error: null, attempt: 0, outputs: [] },
   ],
   submittedBy: "key_1",
 };
@@ -62,7 +62,7 @@ t.test("a run survives the round trip through the resource", async (t) => {
   const admitted = status.conditions?.find((c) => c.type === "Admitted");
   t.equal(admitted?.status, "False");
   t.equal(admitted?.reason, "OrgConcurrencyLimit");
-  t.match(admitted?.message, /queue position 2/);
+  t.match(admitted?.message, /1 step\(s\) wait for a free slot of organization acme, first align/);
   const back = resourceToRun({ ...res, status });
   t.same(back, run, "every field comes back");
   t.equal(back.invalid, undefined);

@@ -1,0 +1,24 @@
+/**
+ * The storage layout (DESIGN §5), defined once: where a workspace's files, a run's folder, its
+ * provenance manifest and its step logs live in the object store. Every module that builds
+ * such a key calls these; none spells the layout itself.
+ */
+
+/** The manifest's name in a run folder (reserved: no step output may take it). */
+export const MANIFEST_NAME = "run.json";
+/** The step logs' folder in a run folder (reserved too). */
+export const LOGS_FOLDER = "logs";
+
+/** Storage key prefix of a workspace: `orgs/<org>/workspaces/<ws>/`. */
+export const workspaceRoot = (organization: string, workspace: string) => `orgs/${organization}/workspaces/${workspace}/`;
+
+/** A run's folder, relative to its workspace, and the manifest and logs in it. */
+export const manifestPath = (outputFolder: string) => `${outputFolder}/${MANIFEST_NAME}`;
+export const stepLogPath = (outputFolder: string, stepId: string) => `${outputFolder}/${LOGS_FOLDER}/${stepId}.log`;
+
+/** Full storage keys of a run's folder, manifest and step log. */
+export const runRootKey = (run: { organization: string; workspace: string; outputFolder: string }) => `${workspaceRoot(run.organization, run.workspace)}${run.outputFolder}/`;
+export const manifestKey = (run: { organization: string; workspace: string; outputFolder: string }) => `${workspaceRoot(run.organization, run.workspace)}${manifestPath(run.outputFolder)}`;
+export const stepLogKey = (run: { organization: string; workspace: string; outputFolder: string }, stepId: string) => `${workspaceRoot(run.organization, run.workspace)}${stepLogPath(run.outputFolder, stepId)}`;
+/** A step log's key from its run folder's key (`runRootKey`), as executors get it. */
+export const stepLogKeyIn = (runRoot: string, stepId: string) => `${runRoot}${LOGS_FOLDER}/${stepId}.log`;
