@@ -9,7 +9,11 @@
  */
 
 export type OutputName = "outputFile" | "outputFile2";
+/** A step's outputs as references name them, in position order (`outputFile` is position 0). */
 export const OUTPUT_NAMES: readonly OutputName[] = ["outputFile", "outputFile2"];
+const isOutputName = (s: string): s is OutputName => (OUTPUT_NAMES as readonly string[]).includes(s);
+/** The position of a named output (0 for `outputFile`, 1 for `outputFile2`). */
+export const outputPosition = (name: OutputName): number => OUTPUT_NAMES.indexOf(name);
 
 export type Reference =
   | { kind: "input"; name: string; raw: string }
@@ -76,7 +80,7 @@ function parseBody(body: string, raw: string): Segment {
   const m = STEP_REF.exec(body);
   if (m) {
     const [, stepId, prop] = m as unknown as [string, string, string];
-    if (prop === "outputFile" || prop === "outputFile2") {
+    if (isOutputName(prop)) {
       return { kind: "ref", ref: { kind: "output", stepId, output: prop, raw } };
     }
     return { kind: "invalid", raw, reason: `unknown step property "${prop}" in ${raw}: a step reference ends in .outputFile or .outputFile2` };

@@ -9,7 +9,7 @@
  *  5. What needs review comes back as warnings: file lists left as literals, a failed run.
  * Pure: the caller supplies the time and the ids of the built-in pipelines.
  */
-import { escapeLiteral, findReferences, hasReferences, parseTemplate, type OutputName } from "./interpolate.js";
+import { OUTPUT_NAMES, escapeLiteral, findReferences, hasReferences, parseTemplate, type OutputName } from "./interpolate.js";
 import { pointer, type Issue } from "./issues.js";
 import type { RunManifest } from "./manifest.js";
 import { SPEC_VERSION, type PipelineInput, type PipelineSpec, type PipelineStep } from "./spec/schema.js";
@@ -30,7 +30,6 @@ export type ExtractResult =
   | { ok: true; spec: PipelineSpec; warnings: Issue[] }
   | { ok: false; errors: Issue[] };
 
-const OUTPUT_NAMES: readonly OutputName[] = ["outputFile", "outputFile2"];
 
 export function extractSpec(manifest: RunManifest, options: ExtractOptions): ExtractResult {
   const tools = options.tools ?? defaultCatalogue;

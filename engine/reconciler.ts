@@ -6,6 +6,7 @@
  * step records, manifest); this module reads, calls them and writes. Queue positions are not
  * written: they are computed when a run is read (Engine.withQueuePositions).
  */
+import { outputPosition } from "../core/interpolate.js";
 import { buildManifest } from "../core/manifest.js";
 import { planRun, readySteps, settle, stepTimeoutMs } from "../core/plan.js";
 import type { Clock, ObjectStore, ObservedStepState, RunRecord, RunStore, StepExecutor, StepTask } from "../core/ports.js";
@@ -116,7 +117,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     const outputsOf = (stepId: string, output: "outputFile" | "outputFile2") => {
       const rec = run.steps.find((s) => s.stepId === stepId);
       const o = seen.get(stepId)?.outputs ?? rec?.outputs ?? [];
-      const pos = output === "outputFile" ? 0 : 1;
+      const pos = outputPosition(output);
       const hit = o.find((x) => x.position === pos);
       return hit ? `${run.outputFolder}/${hit.filename}` : undefined;
     };

@@ -52,7 +52,12 @@ export interface RequestInit {
   signal?: AbortSignal;
   /** Deadline of this request (default: the client's); of a stream, until its response starts. */
   timeoutMs?: number;
+  /** The Accept header (default application/json), e.g. a metadata-only list (`METADATA_LIST`). */
+  accept?: string;
 }
+
+/** Accept header of a list that returns only each object's metadata (PartialObjectMetadataList). */
+export const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
 export interface KubeClient {
   /** Default namespace (from the options, the kubeconfig context, or `default`). */
@@ -113,7 +118,7 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
     const qs = q.toString();
     const a = await authOptions();
     const body = init.body === undefined ? undefined : Buffer.from(JSON.stringify(init.body));
-    const headers: Record<string, string> = { ...(a.headers as Record<string, string> | undefined), accept: "application/json" };
+    const headers: Record<string, string> = { ...(a.headers as Record<string, string> | undefined), accept: init.accept ?? "application/json" };
     if (body) {
       headers["content-type"] = init.patch ? PATCH_TYPES[init.patch] : "application/json";
       headers["content-length"] = String(body.length);

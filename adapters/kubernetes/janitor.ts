@@ -8,15 +8,17 @@
  *    `stopRecorded`). Until then it is what tells the reconciler the step was stopped.
  *  - A finished run still without the `operon.dev/finished` label (its writer stopped between
  *    the final status and the label) is labelled, so it leaves the operator's cache.
- * Finished runs are not in the operator's cache: they are read from the API server a page at
- * a time (label `operon.dev/finished`), so a sweep holds one page, whatever the history.
+ * Finished runs are not in the operator's cache: they are listed from the API server a page at
+ * a time (label `operon.dev/finished`), metadata only (their finish time is an annotation),
+ * so a sweep holds one small page whatever the history; a finished run is read whole only
+ * when one of its stopped Jobs is waiting to be deleted.
  * Deletions carry the object's uid as precondition, so a newer object of the same name is
  * never deleted. Level-triggered: a full sweep runs after start-up and every `intervalMs`;
  * a run that finishes is looked at at once. A failed delete is tried again by the next sweep.
  */
 import { ANNOTATION, LABEL, runExpired, runFinishedAt, stopRecorded } from "../../core/kubernetes/pipelinerun.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
-import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
+import { isConflict, isNotFound, METADATA_LIST, paths, type KubeClient } from "./client.js";
 import type { KubeObject } from "./informer.js";
 import type { PR } from "./run-store.js";
 
@@ -113,6 +115,14 @@ export function startJanitor(o: JanitorOptions): Janitor {
       const jobs = stoppedJobs.get(res.metadata.name);
       if (jobs) { stoppedJobs.delete(res.metadata.name); work.push(...removeStopped(res, jobs)); }
     };
+    /** A listed (metadata-only) finished run with stopped Jobs: read whole for its status. */
+    const stoppedOfListed = (name: string) => {
+      if (!stoppedJobs.has(name)) return;
+      work.push(o.client.request<PR>("GET", `${paths.pipelineRuns(o.namespace)}/${encodeURIComponent(name)}`).then(
+        (res) => Promise.all(removeStopped(res, stoppedJobs.get(name) ?? [])).then(() => undefined),
+        (e: unknown) => { if (!isNotFound(e) && !stopped) o.onError?.(e); },
+      ));
+    };
     for (const res of o.runs.resources()) {
       expire(res);
       stoppedOf(res);
@@ -122,8 +132,8 @@ export function startJanitor(o: JanitorOptions): Janitor {
     let cont: string | undefined;
     do {
       if (stopped) break;
-      const page = await o.client.request<{ metadata: { continue?: string }; items: PR[] }>("GET", paths.pipelineRuns(o.namespace), { query: { labelSelector: LABEL.finished, limit: o.pageSize ?? 500, continue: cont } });
-      for (const res of page.items) { expire(res); stoppedOf(res); }
+      const page = await o.client.request<{ metadata: { continue?: string }; items?: PR[] | null }>("GET", paths.pipelineRuns(o.namespace), { query: { labelSelector: LABEL.finished, limit: o.pageSize ?? 500, continue: cont }, accept: METADATA_LIST });
+      for (const res of page.items ?? []) { expire(res); stoppedOfListed(res.metadata.name); }
       cont = page.metadata.continue || undefined;
     } while (cont);
     await Promise.all(work);

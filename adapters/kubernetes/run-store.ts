@@ -14,7 +14,7 @@
  */
 import { isFinal } from "../../core/status.js";
 import { EventEmitter } from "node:events";
-import { ACTIVE_RUNS, LABEL, conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/kubernetes/pipelinerun.js";
+import { ACTIVE_RUNS, ANNOTATION, LABEL, conditionsOf, resourceToRun, runToResource, runToStatus, type PipelineRunResource } from "../../core/kubernetes/pipelinerun.js";
 import type { Clock, RunRecord, RunStore } from "../../core/ports.js";
 import { compareRunPositions, matchesRunFilter } from "../../core/run-order.js";
 import { isConflict, isNotFound, paths, type KubeClient } from "./client.js";
@@ -148,7 +148,9 @@ export function createKubeRunStore(opts: KubeRunStoreOptions): KubeRunStore {
     const phase = finalPhase(res);
     if (!phase || !isActive(res)) return;
     try {
-      const patched = await client.request<PR>("PATCH", `${base}/${encodeURIComponent(res.metadata.name)}`, { patch: "merge", body: { metadata: { labels: { [LABEL.finished]: phase } } } });
+      const at = (res.status as { completedAt?: unknown } | undefined)?.completedAt;
+      const annotations = typeof at === "string" ? { [ANNOTATION.finishedAt]: at } : {};
+      const patched = await client.request<PR>("PATCH", `${base}/${encodeURIComponent(res.metadata.name)}`, { patch: "merge", body: { metadata: { labels: { [LABEL.finished]: phase }, annotations } } });
       informer.assume(patched);
       if (!informer.get(res.metadata.name)) parsed.delete(res.metadata.name);
     } catch (e) {

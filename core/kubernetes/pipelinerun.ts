@@ -48,6 +48,8 @@ export const ANNOTATION = {
   /** Why the operator stopped a Job: `cancelled` or `timeout`. */
   stopped: "operon.dev/stopped",
   stoppedAt: "operon.dev/stopped-at",
+  /** When a finished run finished (its status's completedAt), set with the finished label. */
+  finishedAt: "operon.dev/finished-at",
   /** JSON of the step's declared outputs: [{ path, secondary }]. */
   outputs: "operon.dev/outputs",
   runRoot: "operon.dev/run-root",
@@ -357,12 +359,14 @@ const statusOf = (res: PipelineRunResource): { phase?: unknown; completedAt?: un
 
 /**
  * When a finished run finished (ms): its status's completedAt, else its creation. Undefined
- * while it has not finished (queued, running, or no status yet).
+ * while it has not finished (queued, running, or no status yet). From the metadata alone (a
+ * metadata-only listing) a run labelled finished finished at its `finished-at` annotation.
  */
 export function runFinishedAt(res: PipelineRunResource): number | undefined {
   const st = statusOf(res);
-  if (typeof st.phase !== "string" || !FINISHED.has(st.phase)) return undefined;
-  const at = Date.parse(isoOf(st.completedAt) ?? isoOf(res.metadata.creationTimestamp) ?? "");
+  const phase = typeof st.phase === "string" ? st.phase : res.metadata.labels?.[LABEL.finished];
+  if (phase === undefined || !FINISHED.has(phase)) return undefined;
+  const at = Date.parse(isoOf(st.completedAt) ?? isoOf(res.metadata.annotations?.[ANNOTATION.finishedAt]) ?? isoOf(res.metadata.creationTimestamp) ?? "");
   return Number.isFinite(at) ? at : 0;
 }
 

@@ -103,6 +103,7 @@ t.test(`an idle operator's RSS stays flat over ${FINISHED_RUNS.toLocaleString("e
   await until("the finished runs out of the operator's cache", async () => (await metric("operon_operator_cached_runs")) === 0, 30_000);
   const template = await client.request<PR>("GET", `${paths.pipelineRuns(ns)}/${ids[0] as string}`);
   t.equal(template.metadata.labels?.[LABEL.finished], "completed", "a run the operator finished is labelled finished");
+  t.equal(template.metadata.annotations?.["operon.dev/finished-at"], (template.status as { completedAt?: string } | undefined)?.completedAt, "with its finish time as an annotation (the clean-up lists metadata only)");
 
   await sweepsFrom(1);
   const baseline = await settledRssMb();
