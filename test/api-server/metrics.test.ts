@@ -12,27 +12,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
-import { z } from "zod";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import type { RunRecord } from "../../core/ports.js";
-import { BUILTIN_TOOLS, createCatalogue, type ToolDefinition } from "../../core/tools/index.js";
+import { testCatalogue } from "../support/test-tools.js";
 import { startController } from "../../engine/controller.js";
 import { WorkQueue } from "../../engine/workqueue.js";
 import { testApp } from "../support/app.js";
 import { BAD_EXPOSITION, CONTROLLER_METRICS, controllerMetricProblems, metricTypes, namingProblems, promtoolCheck, sampleValue } from "../support/metrics.js";
 import { until } from "../support/wait.js";
 
-const sleepTool: ToolDefinition = {
-  id: "sleep", description: "Sleeps (test tool)", version: "1", image: "busybox:1.36", localExecutables: ["sleep"], fileParams: [], defaultCommand: "sleep",
-  inputSchema: z.strictObject({ command: z.literal("sleep").optional(), seconds: z.union([z.number(), z.string()]) }),
-  commands: { sleep: { description: "sleep", required: ["seconds"], build: (p) => ({ argv: ["sleep", String(p.seconds)], inputs: [], outputs: [], mkdirs: [] }) } },
-};
-const lsTool: ToolDefinition = {
-  id: "ls", description: "Lists a path (test tool; fails on a missing one)", version: "1", image: "busybox:1.36", localExecutables: ["ls"], fileParams: [], defaultCommand: "ls",
-  inputSchema: z.strictObject({ command: z.literal("ls").optional(), path: z.string() }),
-  commands: { ls: { description: "ls", required: ["path"], build: (p) => ({ argv: ["ls", String(p.path)], inputs: [], outputs: [], mkdirs: [] }) } },
-};
-const tools = createCatalogue([...BUILTIN_TOOLS, sleepTool, lsTool]);
+const tools = testCatalogue();
 
 const a = await testApp({ engine: { tools } });
 t.teardown(() => a.close());

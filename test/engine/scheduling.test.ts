@@ -8,8 +8,7 @@ import t from "tap";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
-import { BUILTIN_TOOLS, createCatalogue, type ToolDefinition } from "../../core/tools/index.js";
+import { testCatalogue } from "../support/test-tools.js";
 import type { PipelineSpec } from "../../core/spec/schema.js";
 import type { RunRecord } from "../../core/ports.js";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
@@ -17,17 +16,7 @@ import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import { createEngine, type Engine } from "../../engine/engine.js";
 
-const sleepTool: ToolDefinition = {
-  id: "sleep", description: "Sleeps (test tool)", version: "1", image: "busybox:1.36", localExecutables: ["sleep"], fileParams: [], defaultCommand: "sleep",
-  inputSchema: z.strictObject({ command: z.literal("sleep").optional(), seconds: z.union([z.number(), z.string()]) }),
-  commands: { sleep: { description: "sleep", required: ["seconds"], build: (p) => ({ argv: ["sleep", String(p.seconds)], inputs: [], outputs: [], mkdirs: [] }) } },
-};
-const lsTool: ToolDefinition = {
-  id: "ls", description: "Lists a path (test tool; fails on a missing one)", version: "1", image: "busybox:1.36", localExecutables: ["ls"], fileParams: [], defaultCommand: "ls",
-  inputSchema: z.strictObject({ command: z.literal("ls").optional(), path: z.string() }),
-  commands: { ls: { description: "ls", required: ["path"], build: (p) => ({ argv: ["ls", String(p.path)], inputs: [], outputs: [], mkdirs: [] }) } },
-};
-const tools = createCatalogue([...BUILTIN_TOOLS, sleepTool, lsTool]);
+const tools = testCatalogue();
 
 function harness(dir: string, limit: number) {
   const clock = { now: () => Date.now() };
