@@ -24,6 +24,8 @@ import { systemRoutes } from "./routes/system.js";
 import { workspaceRoutes } from "./routes/workspaces.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
 import { toolRoutes } from "./routes/tools.js";
+import { viewerRoutes } from "./routes/viewers.js";
+import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
 
 export interface AppDeps {
@@ -37,6 +39,8 @@ export interface AppDeps {
   maxUploadBytes?: number;
   /** The pipeline engine; without it the pipelines routes are absent. */
   engine?: Engine;
+  /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
+  toolRunner?: ToolRunner;
 }
 
 export type RouteScope = Scope | "any" | "public";
@@ -67,6 +71,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof incoming === "string" && /^[A-Za-z0-9._:-]{1,64}$/.test(incoming) ? incoming : randomUUID();
     },
     bodyLimit: 1024 * 1024,
+    // Viewer-link tokens travel as one path parameter (a signed grant of up to ~3 KB).
+    routerOptions: { maxParamLength: 4200 },
     return503OnClosing: true,
     forceCloseConnections: "idle",
   });
@@ -197,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.config.storage === "local") await app.register(storageRoutes);
   await app.register(toolRoutes, deps.engine ? { engine: deps.engine } : {});
   if (deps.engine) await app.register(pipelineRoutes, { engine: deps.engine });
+  await app.register(viewerRoutes, deps.toolRunner ? { runner: deps.toolRunner } : {});
 
   app.addHook("onClose", async () => { await auth.stop(); });
   return app;

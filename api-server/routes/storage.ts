@@ -7,17 +7,8 @@ import type { FastifyInstance } from "fastify";
 import { StoreError } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
 import { ApiError } from "../errors.js";
+import { sendObject } from "../byte-range.js";
 import { MAX_PRESIGNED_PUT_BYTES } from "./files.js";
-
-function parseRange(header: string | undefined): { start: number; end?: number } | undefined | "invalid" {
-  if (!header) return undefined;
-  const m = /^bytes=(\d+)-(\d*)$/.exec(header.trim());
-  if (!m) return "invalid";
-  const start = Number(m[1]);
-  const end = m[2] ? Number(m[2]) : undefined;
-  if (end !== undefined && end < start) return "invalid";
-  return end === undefined ? { start } : { start, end };
-}
 
 export async function storageRoutes(app: FastifyInstance): Promise<void> {
   const { store, config, clock } = app.operon.deps;
@@ -49,20 +40,6 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
     const r = check("GET", req.query);
-    const range = parseRange(req.headers.range);
-    if (range === "invalid") throw new ApiError("range_not_satisfiable", "Range must be bytes=START-[END]");
-    try {
-      const got = await store.get(r.key, range);
-      void reply.header("accept-ranges", "bytes").type(got.info.contentType ?? "application/octet-stream");
-      if (got.info.sha256) void reply.header("etag", `"${got.info.sha256}"`);
-      if (got.range) {
-        void reply.status(206).header("content-range", `bytes ${got.range.start}-${got.range.end}/${got.range.total}`).header("content-length", got.range.end - got.range.start + 1);
-      } else void reply.header("content-length", got.info.size);
-      return reply.send(got.body);
-    } catch (e) {
-      if (e instanceof StoreError && e.code === "NotFound") throw new ApiError("not_found", "object not found");
-      if (e instanceof StoreError && e.code === "RangeNotSatisfiable") throw new ApiError("range_not_satisfiable", e.message);
-      throw e;
-    }
+    return sendObject(reply, store, r.key, req.headers.range);
   });
 }

@@ -1,0 +1,272 @@
+/**
+ * Viewer links (spec: Visualizations; DESIGN §11). `POST /v1/visualizations/viewer-url`
+ * issues a signed, expiring capability for one workspace file (and the index and reference
+ * it needs); `/view/<token>` serves the page for its kind, and everything the page loads —
+ * scripts, styles, the file's bytes (with Range), its index — comes from this server under
+ * `/view/`, so a viewer works in an air-gapped cluster. A token names no path the client can
+ * change: the data URLs take fixed names (`data/primary`, `data/primary-index`, …) that the
+ * server maps to keys from the signed grant.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { detectViewer, KNOWN_EXTENSIONS, parseRegion, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type ViewerFormat, type ViewerGrant } from "../../core/viewers.js";
+import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type PreparedView } from "../../engine/viewer-data.js";
+import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
+import { ApiError, badRequest } from "../errors.js";
+import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
+import { sendObject } from "../byte-range.js";
+import { signGrant, verifyGrant } from "../viewer-token.js";
+import { fileKey, requireAuth, workspaceId } from "./common.js";
+
+const require = createRequire(import.meta.url);
+
+/** The pages' own scripts and styles (web/viewers/), from the source tree or next to dist/. */
+function webDir(): string {
+  for (const rel of ["../../web/viewers/", "../../../web/viewers/"]) {
+    const p = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(p)) return p;
+  }
+  throw new Error("web/viewers/ not found next to the api-server");
+}
+
+interface Asset { body: Buffer; type: string; etag: string }
+
+/** Every file a page may load, by the name it is served under: nothing outside this list. */
+function loadAssets(): Map<string, Asset> {
+  const dir = webDir();
+  const files: Record<string, string> = {
+    "igv.min.js": require.resolve("igv/dist/igv.min.js"),
+    "3Dmol-min.js": require.resolve("3dmol/build/3Dmol-min.js"),
+  };
+  for (const f of ["viewer.css", "common.js", "variant.js", "alignment.js", "sequence.js", "fastq.js", "structure.js", "table.js"]) files[f] = dir + f;
+  const assets = new Map<string, Asset>();
+  for (const [name, path] of Object.entries(files)) {
+    if (!existsSync(path)) continue;
+    const body = readFileSync(path);
+    assets.set(name, { body, type: name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8", etag: `"${createHash("sha256").update(body).digest("hex").slice(0, 32)}"` });
+  }
+  return assets;
+}
+
+/** Scripts each kind's page loads, in order. */
+const PAGE_SCRIPTS: Record<string, string[]> = {
+  variant: ["igv.min.js", "common.js", "variant.js"],
+  alignment: ["igv.min.js", "common.js", "alignment.js"],
+  sequence: ["igv.min.js", "common.js", "sequence.js"],
+  fastq: ["common.js", "fastq.js"],
+  structure: ["3Dmol-min.js", "common.js", "structure.js"],
+  table: ["common.js", "table.js"],
+};
+
+/**
+ * Pages may load only from this server: no other origin for scripts, data, fonts or images
+ * (a viewer library that tried would be blocked, and the tests would see the console error).
+ */
+const CSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'none'";
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const jsonForScript = (v: unknown) => JSON.stringify(v).replace(/</g, "\\u003c");
+
+export function humanSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let v = n;
+  let u = -1;
+  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+function pageHeaders(reply: FastifyReply): FastifyReply {
+  return reply.header("content-security-policy", CSP).header("x-content-type-options", "nosniff").header("referrer-policy", "no-referrer").header("cache-control", "private, no-store");
+}
+
+/** A small page for a link that cannot be shown: expired, altered, or its file gone. */
+function problemPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
+  return pageHeaders(reply).status(status).type("text/html; charset=utf-8").send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)} — Operon</title><link rel="stylesheet" href="assets/viewer.css"></head><body class="problem"><main><h1>${esc(title)}</h1><p>${esc(message)}</p><p class="hint">Viewer links are issued by <code>POST /v1/visualizations/viewer-url</code> and stop working when they expire.</p></main></body></html>`);
+}
+
+export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRunner } = {}): Promise<void> {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { store, config, clock } = app.operon.deps;
+  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner() });
+  const assets = loadAssets();
+
+  const grantOf = (token: string) => verifyGrant(config.signingSecret, token, clock.now());
+  const apiGrant = (token: string): ViewerGrant => {
+    const g = grantOf(token);
+    if (!g.ok) throw new ApiError(g.status === 410 ? "gone" : "forbidden", g.reason);
+    return g.grant;
+  };
+  const dataError = (e: unknown) => {
+    if (e instanceof ViewerDataError) return new ApiError(e.code === "not_found" ? "not_found" : "validation_failed", e.message);
+    return e;
+  };
+
+  r.post("/v1/visualizations/viewer-url", {
+    config: { scope: "files" },
+    schema: {
+      tags: ["visualizations"], summary: "A shareable viewer link for a workspace file", operationId: "createViewerUrl",
+      description: "The link (`/view/<token>`) needs no API key: it shows this one file (with its index and `reference`) until it expires. Format from the extension (`.vcf .bcf .bam .sam .cram .fa .fasta .fastq .fq .pdb .cif .mmcif .csv .tsv .txt`, also gzipped) unless `format` says.",
+      body: z.object({
+        file_path: z.string().min(1).max(1024).optional().describe("Workspace-relative path (or the full storage key of the same workspace)."),
+        file_key: z.string().min(1).max(1024).optional().describe("Alias of file_path."),
+        workspace_id: workspaceId,
+        format: z.string().max(32).optional().describe("vcf, bam, fasta, pdb or csv: overrides detection."),
+        expires_in: z.number().int().min(1).max(VIEWER_MAX_SECONDS).default(VIEWER_DEFAULT_SECONDS).describe("Seconds, 1–86400 (default 3600)."),
+        reference: z.string().min(1).max(1024).optional().describe("A FASTA in the workspace to show sequence under variants or alignments (required for CRAM)."),
+        region: z.string().min(1).max(300).optional().describe("Where to open, `chr:start-end` (1-based)."),
+      }),
+      response: {
+        200: jsonResponse(dataOf(z.object({
+          viewer_url: z.string(), format: z.enum(VIEWER_FORMATS), expires_in: z.number().int(), expires_at: z.string(),
+        })), "The link."),
+        ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+      },
+    },
+  }, async (req) => {
+    const b = req.body;
+    const given = b.file_path ?? b.file_key;
+    const field = b.file_path !== undefined ? "file_path" : "file_key";
+    if (!given) throw badRequest("file_path", "is required");
+    let format: ViewerFormat | undefined;
+    if (b.format !== undefined) {
+      if (!(VIEWER_FORMATS as readonly string[]).includes(b.format)) throw new ApiError("invalid_request", `format: must be one of ${VIEWER_FORMATS.join(", ")}`, { field: "format", valid_values: [...VIEWER_FORMATS] });
+      format = b.format as ViewerFormat;
+    }
+    const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
+    const { key, storageKey } = fileKey(ws, field, given);
+    const detected = detectViewer(key, format);
+    if (!detected) {
+      throw new ApiError("invalid_request", `format: no viewer for ${JSON.stringify(key.split("/").pop())}; give \`format\` (one of ${VIEWER_FORMATS.join(", ")}) or use a known extension (${KNOWN_EXTENSIONS.join(" ")})`, { field: "format", valid_values: [...VIEWER_FORMATS] });
+    }
+    let region: string | undefined;
+    if (b.region !== undefined) {
+      const p = parseRegion(b.region);
+      if ("error" in p) throw badRequest("region", p.error);
+      region = `${p.chr}:${p.start}-${p.end}`;
+    }
+    let reference: string | undefined;
+    if (b.reference !== undefined) {
+      const ref = fileKey(ws, "reference", b.reference);
+      const d = detectViewer(ref.key);
+      if (d?.subtype !== "fasta") throw badRequest("reference", "must be a FASTA file (.fa, .fasta, .fna, optionally .gz)");
+      if (!(await store.head(ref.storageKey))) throw new ApiError("not_found", `reference ${JSON.stringify(ref.key)} not found`, { field: "reference" });
+      reference = ref.key;
+    }
+    if (detected.subtype === "cram" && !reference) throw badRequest("reference", "a CRAM file is shown with its reference FASTA: give `reference`");
+    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`, { field });
+    const exp = Math.floor(clock.now() / 1000) + b.expires_in;
+    const grant: ViewerGrant = { v: 1, o: ws.organization, w: ws.id, k: key, f: detected.format, exp, ...(reference ? { r: reference } : {}), ...(region ? { g: region } : {}) };
+    const token = signGrant(config.signingSecret, grant);
+    // Start the preparation now (an index, a conversion): the page usually opens seconds later.
+    data.prepare(grant).catch((e: unknown) => req.log.debug({ err: e }, "viewer preparation failed"));
+    return { data: { viewer_url: `${config.publicUrl}/view/${token}`, format: detected.format, expires_in: b.expires_in, expires_at: new Date(exp * 1000).toISOString() } };
+  });
+
+  /* ------------------------------------------------------------ the pages */
+
+  app.get<{ Params: { name: string } }>("/view/assets/:name", { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
+    const a = assets.get(req.params.name);
+    if (!a) return reply.status(404).type("text/plain").send("not found");
+    void reply.header("etag", a.etag).header("cache-control", "public, max-age=3600").header("x-content-type-options", "nosniff");
+    if (req.headers["if-none-match"] === a.etag) return reply.status(304).send();
+    return reply.type(a.type).send(a.body);
+  });
+
+  app.get<{ Params: { token: string } }>("/view/:token", { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
+    const g = grantOf(req.params.token);
+    if (!g.ok) return problemPage(reply, g.status, g.status === 410 ? "This viewer link has expired" : "This viewer link is not valid", g.reason);
+    const grant = g.grant;
+    const info = await store.head(data.key(grant, grant.k));
+    if (!info) return problemPage(reply, 404, "File not found", `${grant.k} is no longer in its workspace.`);
+    const detected = detectViewer(grant.k, grant.f);
+    const kind = detected?.subtype === "fastq" ? "fastq" : VIEWER_KIND[grant.f];
+    const name = grant.k.split("/").pop() ?? grant.k;
+    const page = { kind, name, path: grant.k, size: info.size, sizeText: humanSize(info.size), format: grant.f, expiresAt: new Date(grant.exp * 1000).toISOString(), region: grant.g ?? null, reference: grant.r ?? null };
+    const scripts = (PAGE_SCRIPTS[kind] ?? []).map((s) => `<script src="assets/${s}"></script>`).join("");
+    return pageHeaders(reply).type("text/html; charset=utf-8").send(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(name)} — Operon viewer</title><link rel="stylesheet" href="assets/viewer.css"></head>
+<body data-kind="${kind}">
+<header class="bar"><div class="file"><h1 class="name" title="${esc(grant.k)}">${esc(name)}</h1><div class="facts"><span>${esc(humanSize(info.size))}</span><span>${esc(kindLabel(kind))}</span><span class="expiry" data-expires="${page.expiresAt}">link expires ${page.expiresAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</span></div></div><div class="brand">Operon</div></header>
+<main id="viewer" aria-busy="true"><p class="status">Preparing the viewer…</p></main>
+<footer id="notes"></footer>
+<script type="application/json" id="operon-page">${jsonForScript({ ...page, token: req.params.token })}</script>
+${scripts}
+</body></html>`);
+  });
+
+  r.get("/view/:token/meta", { config: { scope: "public" }, schema: { hide: true, params: z.object({ token: z.string().max(8192) }) } }, async (req, reply) => {
+    const grant = apiGrant(req.params.token);
+    let view: PreparedView;
+    try { view = await data.prepare(grant); } catch (e) { throw dataError(e); }
+    const { files, ...rest } = view;
+    void reply.header("cache-control", "private, no-store");
+    return { data: { ...rest, expiresAt: new Date(grant.exp * 1000).toISOString(), data: Object.fromEntries(DATA_NAMES.filter((n) => files[n]).map((n) => [n, `data/${n}`])) } };
+  });
+
+  app.get<{ Params: { token: string; name: string } }>("/view/:token/data/:name", { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
+    const grant = apiGrant(req.params.token);
+    if (!(DATA_NAMES as readonly string[]).includes(req.params.name)) throw new ApiError("not_found", "no such data for this link");
+    let view: PreparedView;
+    try { view = await data.prepare(grant); } catch (e) { throw dataError(e); }
+    const key = view.files[req.params.name as DataName];
+    if (!key) throw new ApiError("not_found", "no such data for this link");
+    const maxAge = Math.max(0, Math.min(3600, grant.exp - Math.floor(clock.now() / 1000)));
+    const text = /\.(fa|fasta|fna|fai)$/i.test(key) || (view.kind === "structure") || (view.kind === "variant" && !view.track?.indexed);
+    return sendObject(reply, store, key, req.headers.range, { contentType: text ? "text/plain; charset=utf-8" : "application/octet-stream", headers: { "cache-control": `private, max-age=${maxAge}`, "x-content-type-options": "nosniff" } });
+  });
+
+  r.get("/view/:token/chrom.sizes", { config: { scope: "public" }, schema: { hide: true, params: z.object({ token: z.string().max(8192) }) } }, async (req, reply) => {
+    const grant = apiGrant(req.params.token);
+    let view: PreparedView;
+    try { view = await data.prepare(grant); } catch (e) { throw dataError(e); }
+    if (!view.chromSizes) throw new ApiError("not_found", "no chromosome sizes for this link");
+    return reply.type("text/plain; charset=utf-8").header("cache-control", "private, no-store").send(view.chromSizes);
+  });
+
+  r.get("/view/:token/rows", {
+    config: { scope: "public" },
+    schema: {
+      hide: true,
+      params: z.object({ token: z.string().max(8192) }),
+      querystring: z.object({
+        offset: z.coerce.number().int().min(0).max(1e9).default(0),
+        limit: z.coerce.number().int().min(1).max(500).default(100),
+        sort: z.coerce.number().int().min(0).max(10_000).optional(),
+        dir: z.enum(["asc", "desc"]).default("asc"),
+        filter: z.string().max(500).optional(),
+      }),
+    },
+  }, async (req, reply) => {
+    const grant = apiGrant(req.params.token);
+    if (grant.f !== "csv") throw new ApiError("not_found", "this link is not a table");
+    try {
+      const q = req.query;
+      const page = await data.rows(grant, { offset: q.offset, limit: q.limit, dir: q.dir, ...(q.sort !== undefined ? { sort: q.sort } : {}), ...(q.filter ? { filter: q.filter } : {}) });
+      void reply.header("cache-control", "private, no-store");
+      return { data: page };
+    } catch (e) { throw dataError(e); }
+  });
+
+  r.get("/view/:token/reads", {
+    config: { scope: "public" },
+    schema: { hide: true, params: z.object({ token: z.string().max(8192) }), querystring: z.object({ offset: z.coerce.number().int().min(0).max(1e7).default(0), limit: z.coerce.number().int().min(1).max(500).default(50) }) },
+  }, async (req, reply) => {
+    const grant = apiGrant(req.params.token);
+    if (detectViewer(grant.k, grant.f)?.subtype !== "fastq") throw new ApiError("not_found", "this link is not a FASTQ file");
+    try {
+      void reply.header("cache-control", "private, no-store");
+      return { data: await data.reads(grant, req.query.offset, req.query.limit) };
+    } catch (e) { throw dataError(e); }
+  });
+}
+
+function kindLabel(kind: string): string {
+  return ({ variant: "variants", alignment: "alignments", sequence: "sequences", fastq: "reads", structure: "3D structure", table: "table" } as Record<string, string>)[kind] ?? kind;
+}
