@@ -14,8 +14,8 @@ export PATH := $(NODE_BIN):$(PATH)
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
 # bubblewrap, the sandbox every embedded step runs in, and promtool (package prometheus), which checks both /metrics in the tests. Installed only when one is missing; needs root (or sudo) and apt-get.
-DEBIAN_TOOLS := samtools bcftools tabix bwa bowtie2 hisat2 bedtools fastqc trimmomatic picard-tools minimap2 bubblewrap prometheus
-TOOL_BINARIES := bwrap samtools bcftools tabix bgzip bwa bowtie2 bowtie2-build hisat2 hisat2-build bedtools fastqc TrimmomaticPE TrimmomaticSE PicardCommandLine minimap2 wgsim promtool
+DEBIAN_TOOLS := samtools bcftools tabix bwa bowtie2 hisat2 bedtools fastqc trimmomatic picard-tools minimap2 bubblewrap prometheus chromium fonts-dejavu-core
+TOOL_BINARIES := bwrap samtools bcftools tabix bgzip bwa bowtie2 bowtie2-build hisat2 hisat2-build bedtools fastqc TrimmomaticPE TrimmomaticSE PicardCommandLine minimap2 wgsim promtool chromium
 
 check-node:
 	@node -e 'const [M]=process.versions.node.split(".").map(Number); if (M < 24) { console.error("Node.js >= 24 required, found " + process.versions.node); process.exit(1) }'

@@ -1,0 +1,399 @@
+/**
+ * Driving real Chromium in tests (the viewer pages): Debian's /usr/bin/chromium through
+ * playwright-core, never a downloaded browser. Records every request a page makes (with the
+ * bytes that crossed the wire, from the CDP Network domain), console errors and uncaught page
+ * errors; waits for our viewer pages' `window.operonViewer` handshake; takes screenshots into
+ * .tap/screenshots/; and tells a drawn canvas from a blank one by decoding an element
+ * screenshot (works for 2D and WebGL canvases alike, whatever `preserveDrawingBuffer` is).
+ */
+import { accessSync, constants, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { inflateSync } from "node:zlib";
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
+
+export const CHROMIUM_PATH = "/usr/bin/chromium";
+
+/**
+ * Chromium flags. WebGL: Debian's Chromium headless has no GPU here, and falls back to ANGLE
+ * on SwiftShader's Vulkan device; `--use-angle=swiftshader` asks for that explicitly and
+ * `--enable-unsafe-swiftshader` keeps WebGL allowed on the software rasterizer (newer
+ * Chromium releases stop the automatic fallback without it).
+ */
+export const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-default-apps",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-dev-shm-usage",
+  "--use-angle=swiftshader",
+  "--enable-unsafe-swiftshader",
+];
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const SCREENSHOT_DIR = join(repoRoot, ".tap", "screenshots");
+
+/** Why Chromium cannot run here, or undefined when it can (use as a tap `skip` reason). */
+export function chromiumAvailable(): string | undefined {
+  try {
+    accessSync(CHROMIUM_PATH, constants.X_OK);
+  } catch {
+    return `${CHROMIUM_PATH} is missing (Debian package chromium; \`make test\` installs it)`;
+  }
+  return undefined;
+}
+
+export interface BrowserHandle {
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+export async function openBrowser(): Promise<BrowserHandle> {
+  const why = chromiumAvailable();
+  if (why) throw new Error(why);
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+  return {
+    browser,
+    close: async () => { await browser.close().catch(() => undefined); },
+  };
+}
+
+export interface RecordedRequest {
+  url: string;
+  method: string;
+  /** Playwright's resource type (document, script, fetch, xhr, image, websocket, ...). */
+  resourceType: string;
+  status?: number;
+  /** The request failed (net::ERR_...), as reported by the browser. */
+  failure?: string;
+  /** Bytes received over the network for it (CDP loadingFinished.encodedDataLength: headers + body as encoded). */
+  bytes?: number;
+}
+
+export interface PageRecord {
+  page: Page;
+  context: BrowserContext;
+  requests: RecordedRequest[];
+  consoleErrors: string[];
+  pageErrors: string[];
+  /** URLs of requests to any origin other than `origin` (data:, blob: and about: URLs excluded). */
+  foreignRequests(origin: string): string[];
+  /** Sum of encodedDataLength over every finished request of the page: what crossed the wire. */
+  transferredBytes(): number;
+  close(): Promise<void>;
+}
+
+export interface OpenPageOptions {
+  viewport?: { width: number; height: number };
+  isMobile?: boolean;
+  deviceScaleFactor?: number;
+  /** When `goto` resolves; default "load". */
+  waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
+  timeoutMs?: number;
+}
+
+const localSchemes = new Set(["data:", "blob:", "about:", "chrome-error:"]);
+
+/**
+ * Opens `url` in a fresh browser context, recording from before the first byte. Requests of
+ * dedicated workers are listed but carry no `bytes` (the CDP session is the page's own).
+ */
+export async function openPage(browser: Browser, url: string, opts: OpenPageOptions = {}): Promise<PageRecord> {
+  const context = await browser.newContext({
+    viewport: opts.viewport ?? { width: 1280, height: 800 },
+    isMobile: opts.isMobile ?? false,
+    hasTouch: opts.isMobile ?? false,
+    deviceScaleFactor: opts.deviceScaleFactor ?? 1,
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(opts.timeoutMs ?? 30_000);
+  const requests: RecordedRequest[] = [];
+  const consoleErrors: string[] = [];
+  const pageErrors: string[] = [];
+  const byRequest = new Map<Request, RecordedRequest>();
+  // CDP finished-loading sizes not yet matched to a Playwright request, by URL.
+  const pendingBytes = new Map<string, number[]>();
+  let total = 0;
+
+  const claim = (entry: RecordedRequest) => {
+    const q = pendingBytes.get(entry.url);
+    if (q && q.length > 0) entry.bytes = q.shift();
+  };
+  context.on("request", (r) => {
+    const entry: RecordedRequest = { url: r.url(), method: r.method(), resourceType: r.resourceType() };
+    byRequest.set(r, entry);
+    requests.push(entry);
+    claim(entry);
+  });
+  context.on("response", (res) => {
+    const entry = byRequest.get(res.request());
+    if (entry) entry.status = res.status();
+  });
+  context.on("requestfailed", (r) => {
+    const entry = byRequest.get(r);
+    if (entry) entry.failure = r.failure()?.errorText ?? "failed";
+  });
+  page.on("websocket", (ws) => {
+    requests.push({ url: ws.url(), method: "GET", resourceType: "websocket" });
+  });
+  page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => { pageErrors.push(e.stack ?? e.message ?? String(e)); });
+
+  const cdp = await context.newCDPSession(page);
+  const cdpUrl = new Map<string, string>();
+  cdp.on("Network.requestWillBeSent", (e) => { cdpUrl.set(e.requestId, e.request.url); });
+  cdp.on("Network.loadingFinished", (e) => {
+    total += e.encodedDataLength;
+    const u = cdpUrl.get(e.requestId);
+    cdpUrl.delete(e.requestId);
+    if (u === undefined) return;
+    const entry = requests.find((r) => r.url === u && r.bytes === undefined && r.resourceType !== "websocket");
+    if (entry) entry.bytes = e.encodedDataLength;
+    else pendingBytes.set(u, [...(pendingBytes.get(u) ?? []), e.encodedDataLength]);
+  });
+  cdp.on("Network.loadingFailed", (e) => { cdpUrl.delete(e.requestId); });
+  await cdp.send("Network.enable");
+
+  await page.goto(url, { waitUntil: opts.waitUntil ?? "load" });
+
+  return {
+    page,
+    context,
+    requests,
+    consoleErrors,
+    pageErrors,
+    foreignRequests(origin: string): string[] {
+      const mine = new URL(origin).origin;
+      return requests
+        .filter((r) => {
+          let u: URL;
+          try { u = new URL(r.url); } catch { return true; }
+          if (localSchemes.has(u.protocol)) return false;
+          return u.origin !== mine;
+        })
+        .map((r) => r.url);
+    },
+    transferredBytes: () => total,
+    close: async () => { await context.close().catch(() => undefined); },
+  };
+}
+
+/** What our viewer pages publish as `window.operonViewer`. */
+export interface ViewerState {
+  kind: string;
+  ready: boolean;
+  error?: string;
+  counts: Record<string, number>;
+  firstPaintMs?: number;
+  [k: string]: unknown;
+}
+
+/** Waits until the page's viewer is ready or has failed, and returns its state. */
+export async function waitForViewer(page: Page, timeoutMs = 30_000): Promise<ViewerState> {
+  try {
+    await page.waitForFunction(() => {
+      const v = (globalThis as unknown as { operonViewer?: { ready?: unknown; error?: unknown } }).operonViewer;
+      return !!v && (v.ready === true || !!v.error);
+    }, undefined, { timeout: timeoutMs, polling: 50 });
+  } catch (e) {
+    const now = await page.evaluate(() => JSON.stringify((globalThis as unknown as { operonViewer?: unknown }).operonViewer ?? null)).catch(() => "unavailable");
+    throw new Error(`viewer not ready after ${timeoutMs} ms (window.operonViewer = ${now}): ${(e as Error).message.split("\n")[0]}`, { cause: e });
+  }
+  return page.evaluate(() => (globalThis as unknown as { operonViewer: ViewerState }).operonViewer);
+}
+
+/** Saves a PNG to .tap/screenshots/<name>.png and returns its path. */
+export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const file = join(SCREENSHOT_DIR, `${name.replace(/[^A-Za-z0-9._-]+/g, "_")}.png`);
+  const png = await page.screenshot({ fullPage: opts.fullPage ?? false });
+  writeFileSync(file, png);
+  return file;
+}
+
+// --- PNG decoding (8-bit, non-interlaced: what Chromium writes) ---------------------------
+
+export interface DecodedPng {
+  width: number;
+  height: number;
+  /** width * height * 4 bytes, RGBA. */
+  rgba: Uint8Array;
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/** Decodes an 8-bit non-interlaced PNG (grey, grey+alpha, RGB, RGBA or palette) to RGBA. */
+export function decodePng(buf: Buffer): DecodedPng {
+  if (buf.length < 8 || !buf.subarray(0, 8).equals(PNG_SIGNATURE)) throw new Error("not a PNG");
+  let width = 0;
+  let height = 0;
+  let bitDepth = 0;
+  let colourType = 0;
+  let interlace = 0;
+  let palette: Buffer | undefined;
+  let trns: Buffer | undefined;
+  const idat: Buffer[] = [];
+  for (let off = 8; off + 8 <= buf.length;) {
+    const len = buf.readUInt32BE(off);
+    const type = buf.toString("latin1", off + 4, off + 8);
+    const data = buf.subarray(off + 8, off + 8 + len);
+    off += 12 + len;
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      bitDepth = data[8]!;
+      colourType = data[9]!;
+      interlace = data[12]!;
+    } else if (type === "PLTE") palette = data;
+    else if (type === "tRNS") trns = data;
+    else if (type === "IDAT") idat.push(data);
+    else if (type === "IEND") break;
+  }
+  if (bitDepth !== 8) throw new Error(`PNG bit depth ${bitDepth} not supported`);
+  if (interlace !== 0) throw new Error("interlaced PNG not supported");
+  const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[colourType];
+  if (channels === undefined) throw new Error(`PNG colour type ${colourType} not supported`);
+  if (colourType === 3 && !palette) throw new Error("palette PNG without PLTE");
+  const raw = inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  if (raw.length < height * (stride + 1)) throw new Error("truncated PNG data");
+  const px = new Uint8Array(height * stride);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)]!;
+    const src = y * (stride + 1) + 1;
+    const dst = y * stride;
+    for (let x = 0; x < stride; x++) {
+      const v = raw[src + x]!;
+      const a = x >= channels ? px[dst + x - channels]! : 0;
+      const b = y > 0 ? px[dst - stride + x]! : 0;
+      const c = x >= channels && y > 0 ? px[dst - stride + x - channels]! : 0;
+      let pred: number;
+      switch (filter) {
+        case 0: pred = 0; break;
+        case 1: pred = a; break;
+        case 2: pred = b; break;
+        case 3: pred = (a + b) >> 1; break;
+        case 4: {
+          const p = a + b - c;
+          const pa = Math.abs(p - a);
+          const pb = Math.abs(p - b);
+          const pc = Math.abs(p - c);
+          pred = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+          break;
+        }
+        default: throw new Error(`PNG filter ${filter} not supported`);
+      }
+      px[dst + x] = (v + pred) & 0xff;
+    }
+  }
+  const rgba = new Uint8Array(width * height * 4);
+  for (let i = 0, n = width * height; i < n; i++) {
+    const s = i * channels;
+    const d = i * 4;
+    switch (colourType) {
+      case 0: rgba[d] = rgba[d + 1] = rgba[d + 2] = px[s]!; rgba[d + 3] = 255; break;
+      case 4: rgba[d] = rgba[d + 1] = rgba[d + 2] = px[s]!; rgba[d + 3] = px[s + 1]!; break;
+      case 2: rgba[d] = px[s]!; rgba[d + 1] = px[s + 1]!; rgba[d + 2] = px[s + 2]!; rgba[d + 3] = 255; break;
+      case 6: rgba[d] = px[s]!; rgba[d + 1] = px[s + 1]!; rgba[d + 2] = px[s + 2]!; rgba[d + 3] = px[s + 3]!; break;
+      case 3: {
+        const k = px[s]!;
+        rgba[d] = palette![k * 3] ?? 0;
+        rgba[d + 1] = palette![k * 3 + 1] ?? 0;
+        rgba[d + 2] = palette![k * 3 + 2] ?? 0;
+        rgba[d + 3] = trns?.[k] ?? 255;
+        break;
+      }
+    }
+  }
+  return { width, height, rgba };
+}
+
+/** Number of distinct RGBA colours in a PNG image. */
+export function distinctColours(png: Buffer): number {
+  const { rgba } = decodePng(png);
+  const view = new Uint32Array(rgba.buffer, rgba.byteOffset, rgba.length / 4);
+  return new Set(view).size;
+}
+
+export interface ImageStats {
+  width: number;
+  height: number;
+  distinctColours: number;
+  /** The background: the most common colour among the four corners, as #rrggbbaa. */
+  background: string;
+  /** Fraction of pixels differing from the background by more than a small tolerance. */
+  nonBackgroundFraction: number;
+}
+
+/** Colour statistics of a PNG image. */
+export function imageStats(png: Buffer): ImageStats {
+  const { width, height, rgba } = decodePng(png);
+  const view = new Uint32Array(rgba.buffer, rgba.byteOffset, rgba.length / 4);
+  const n = width * height;
+  if (n === 0) return { width, height, distinctColours: 0, background: "", nonBackgroundFraction: 0 };
+  const corners = [0, width - 1, (height - 1) * width, n - 1].map((i) => i * 4);
+  const votes = new Map<string, number>();
+  for (const c of corners) {
+    const k = Array.from(rgba.subarray(c, c + 4)).join(",");
+    votes.set(k, (votes.get(k) ?? 0) + 1);
+  }
+  const bg = [...votes.entries()].sort((x, y) => y[1] - x[1])[0]![0].split(",").map(Number);
+  let differing = 0;
+  for (let i = 0; i < n; i++) {
+    const d = i * 4;
+    const delta = Math.max(
+      Math.abs(rgba[d]! - bg[0]!), Math.abs(rgba[d + 1]! - bg[1]!),
+      Math.abs(rgba[d + 2]! - bg[2]!), Math.abs(rgba[d + 3]! - bg[3]!));
+    if (delta > 8) differing++;
+  }
+  return {
+    width,
+    height,
+    distinctColours: new Set(view).size,
+    background: "#" + bg.map((v) => v.toString(16).padStart(2, "0")).join(""),
+    nonBackgroundFraction: differing / n,
+  };
+}
+
+export interface CanvasStats extends Partial<ImageStats> {
+  index: number;
+  nonBlank: boolean;
+  /** Why it could not be captured (not visible, zero size, ...). */
+  error?: string;
+}
+
+export interface CanvasReport {
+  /** Canvases matching the selector. */
+  total: number;
+  /** How many of them show a drawing. */
+  nonBlank: number;
+  canvases: CanvasStats[];
+}
+
+/**
+ * Whether the canvases matching `selector` show anything: each is captured with an element
+ * screenshot (what is on screen, for 2D and WebGL alike) and decoded here. A canvas counts as
+ * drawn when at least `minFraction` of its pixels (default 0.001) and at least 10 pixels
+ * differ from its background colour.
+ */
+export async function canvasNonBlank(page: Page, selector: string, opts: { minFraction?: number } = {}): Promise<CanvasReport> {
+  const minFraction = opts.minFraction ?? 0.001;
+  const loc = page.locator(selector);
+  const total = await loc.count();
+  const canvases: CanvasStats[] = [];
+  for (let i = 0; i < total; i++) {
+    try {
+      const png = await loc.nth(i).screenshot({ timeout: 10_000, animations: "disabled" });
+      const s = imageStats(png);
+      const drawn = s.nonBackgroundFraction >= minFraction && s.nonBackgroundFraction * s.width * s.height >= 10;
+      canvases.push({ index: i, ...s, nonBlank: drawn });
+    } catch (e) {
+      canvases.push({ index: i, nonBlank: false, error: (e as Error).message.split("\n")[0] ?? String(e) });
+    }
+  }
+  return { total, nonBlank: canvases.filter((c) => c.nonBlank).length, canvases };
+}
