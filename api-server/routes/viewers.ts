@@ -47,10 +47,22 @@ function loadAssets(): Map<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const [name, path] of Object.entries(files)) {
     if (!existsSync(path)) continue;
-    const body = readFileSync(path);
+    const body = name === "igv.min.js" ? patchIgv(readFileSync(path)) : readFileSync(path);
     assets.set(name, { body, type: name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8", etag: `"${createHash("sha256").update(body).digest("hex").slice(0, 32)}"` });
   }
   return assets;
+}
+
+/**
+ * igv.js 3.8.10 fails to load any genome whose sequence names start with `gi|` (NCBI's old
+ * style, e.g. Debian's lambda phage FASTA): its alias table declares `const t = t.substring(…)`
+ * (a temporal-dead-zone error). The bundle is served with that one statement rewritten;
+ * when a later igv.js no longer has it, the bundle is served unchanged.
+ */
+export function patchIgv(bundle: Buffer): Buffer {
+  const text = bundle.toString("utf8");
+  const fixed = text.replace(/\{const ([A-Za-z_$][\w$]*)=\1\.substring\(0,([A-Za-z_$][\w$]*)\);([A-Za-z_$][\w$]*)\["ncbi-gi"\]=\1\}/, '{$3["ncbi-gi"]=$1.substring(0,$2)}');
+  return fixed === text ? bundle : Buffer.from(fixed);
 }
 
 /** Scripts each kind's page loads, in order. */
@@ -87,7 +99,7 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
 
 /** A small page for a link that cannot be shown: expired, altered, or its file gone. */
 function problemPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
-  return pageHeaders(reply).status(status).type("text/html; charset=utf-8").send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)} — Operon</title><link rel="stylesheet" href="assets/viewer.css"></head><body class="problem"><main><h1>${esc(title)}</h1><p>${esc(message)}</p><p class="hint">Viewer links are issued by <code>POST /v1/visualizations/viewer-url</code> and stop working when they expire.</p></main></body></html>`);
+  return pageHeaders(reply).status(status).type("text/html; charset=utf-8").send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)} — Operon</title><link rel="icon" href="data:,"><link rel="stylesheet" href="assets/viewer.css"></head><body class="problem"><main><h1>${esc(title)}</h1><p>${esc(message)}</p><p class="hint">Viewer links are issued by <code>POST /v1/visualizations/viewer-url</code> and stop working when they expire.</p></main></body></html>`);
 }
 
 export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRunner } = {}): Promise<void> {
@@ -191,7 +203,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     const scripts = (PAGE_SCRIPTS[kind] ?? []).map((s) => `<script src="assets/${s}"></script>`).join("");
     return pageHeaders(reply).type("text/html; charset=utf-8").send(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${esc(name)} — Operon viewer</title><link rel="stylesheet" href="assets/viewer.css"></head>
+<title>${esc(name)} — Operon viewer</title><link rel="icon" href="data:,"><link rel="stylesheet" href="assets/viewer.css"></head>
 <body data-kind="${kind}">
 <header class="bar"><div class="file"><h1 class="name" title="${esc(grant.k)}">${esc(name)}</h1><div class="facts"><span>${esc(humanSize(info.size))}</span><span>${esc(kindLabel(kind))}</span><span class="expiry" data-expires="${page.expiresAt}">link expires ${page.expiresAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</span></div></div><div class="brand">Operon</div></header>
 <main id="viewer" aria-busy="true"><p class="status">Preparing the viewer…</p></main>

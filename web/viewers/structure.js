@@ -27,7 +27,7 @@
       O.main.appendChild(host);
       var viewer = $3Dmol.createViewer(host, { backgroundColor: "white", antialias: true });
       if (!viewer) throw new Error("this browser cannot draw 3D (WebGL is off)");
-      var model = viewer.addModel(text, m.structure.format === "cif" ? "cif" : "pdb");
+      var model = viewer.addModel(text, m.structure.format === "cif" ? "cif" : "pdb", { keepH: true });
       var atoms = model.selectedAtoms({});
       if (!atoms.length) throw new Error("no atoms were found in this file");
       var chains = {}, residues = {}, bmin = Infinity, bmax = -Infinity;
