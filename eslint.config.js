@@ -17,6 +17,18 @@ export default tseslint.config(
     languageOptions: { globals: { process: "readonly", console: "readonly", Buffer: "readonly", URL: "readonly" } },
   },
   {
+    // The viewer pages' own scripts run in the browser, as plain scripts (no build step).
+    files: ["web/**/*.js"],
+    languageOptions: {
+      sourceType: "script",
+      globals: {
+        window: "readonly", document: "readonly", location: "readonly", fetch: "readonly", URL: "readonly", performance: "readonly",
+        requestAnimationFrame: "readonly", setTimeout: "readonly", clearTimeout: "readonly", getComputedStyle: "readonly",
+        igv: "readonly", $3Dmol: "readonly",
+      },
+    },
+  },
+  {
     files: ["**/*.ts"],
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],

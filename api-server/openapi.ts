@@ -181,6 +181,7 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
       { name: "conversations", description: "Conversation history, read only (scope `conversations`)." },
       { name: "tools", description: "The tool catalogue and synchronous tool runs (scope `tools`)." },
       { name: "pipelines", description: "Pipeline specs and runs (scope `tools`)." },
+      { name: "visualizations", description: "Shareable viewer links for workspace files (scope `files`); the links themselves (`/view/<token>`) need no key." },
     ],
   },
   transform: openapiTransform,

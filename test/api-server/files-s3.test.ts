@@ -104,3 +104,35 @@ t.test("2,500 files listed through the API in pages: each exactly once, in order
   t.equal(new Set(seen).size, seen.length, "no key twice");
   t.same(seen, keys, "every key, in order");
 });
+
+t.test("viewer links on S3: bytes proxied by the api-server with Range; conversions downloaded, done and kept in S3", async (t) => {
+  const { execFileSync } = await import("node:child_process");
+  const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "viewer-s3-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const vcf = readFileSync(new URL("../fixtures/viewers/nfcore-sarscov2-test.vcf", import.meta.url));
+  writeFileSync(join(dir, "t.vcf"), vcf);
+  execFileSync("bcftools", ["view", "--no-version", "-Ob", "-o", join(dir, "t.bcf"), join(dir, "t.vcf")]);
+  await store.put("orgs/acme/workspaces/ws1/calls/t.vcf", vcf);
+  await store.put("orgs/acme/workspaces/ws1/calls/t.bcf", readFileSync(join(dir, "t.bcf")));
+
+  const plain = await a.app.inject({ method: "POST", url: "/v1/visualizations/viewer-url", headers: h, payload: { workspace_id: "ws1", file_path: "calls/t.vcf" } });
+  t.equal(plain.statusCode, 200, plain.body);
+  const base = new URL(plain.json().data.viewer_url).pathname;
+  const part = await a.app.inject({ method: "GET", url: `${base}/data/primary`, headers: { range: "bytes=0-15" } });
+  t.equal(part.statusCode, 206, "ranged read proxied from S3");
+  t.equal(part.body, vcf.subarray(0, 16).toString());
+  t.equal(part.headers["content-range"], `bytes 0-15/${vcf.length}`);
+  t.notMatch(JSON.stringify(part.headers), new RegExp(minio.endpoint.replace(/[.:/]/g, "\\$&")), "the browser never sees the S3 address");
+
+  const bcf = await a.app.inject({ method: "POST", url: "/v1/visualizations/viewer-url", headers: h, payload: { workspace_id: "ws1", file_path: "calls/t.bcf" } });
+  const meta = await a.app.inject({ method: "GET", url: `${new URL(bcf.json().data.viewer_url).pathname}/meta` });
+  t.equal(meta.statusCode, 200, meta.body);
+  t.equal(meta.json().data.stats.variants, 9);
+  const derived = await store.list("_system/orgs/acme/workspaces/ws1/derived/", { limit: 100 });
+  t.ok(derived.items.some((i) => i.key.endsWith("variants.vcf.gz.tbi")), "the converted VCF's index is kept in S3");
+  const listed = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=calls/", headers: h });
+  t.same(listed.json().data.map((f: { key: string }) => f.key).sort(), ["calls/t.bcf", "calls/t.vcf"]);
+});

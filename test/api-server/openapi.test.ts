@@ -35,6 +35,15 @@ const NOT_API: Record<string, string> = {
   // downloadUrl that upload-url and download return (documented there), signed, not keyed.
   [`GET ${PRESIGNED_PATH}`]: "presigned download URL target",
   [`PUT ${PRESIGNED_PATH}`]: "presigned upload URL target",
+  // Viewer links: the page and what it loads, reached through the viewer_url that
+  // POST /v1/visualizations/viewer-url returns (documented there), signed, not keyed.
+  "GET /view/assets/:name": "viewer pages' scripts and styles",
+  "GET /view/:token": "viewer page",
+  "GET /view/:token/meta": "viewer page data",
+  "GET /view/:token/data/:name": "viewer page data",
+  "GET /view/:token/chrom.sizes": "viewer page data",
+  "GET /view/:token/rows": "viewer page data",
+  "GET /view/:token/reads": "viewer page data",
 };
 
 const toPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
@@ -203,6 +212,12 @@ t.test("what the app answers is what the document says", async (t) => {
   await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", content_type: "application/octet-stream" }), 200, "upload-url");
   await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "big.bin" }), 409, "confirm before the PUT");
   await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "data/ok.txt" }), 200, "confirm");
+
+  // Visualizations.
+  await a.store.put("orgs/acme/workspaces/ws1/data/t.csv", "a,b\n1,2\n");
+  await expect(call("POST", "/v1/visualizations/viewer-url", { workspace_id: "ws1", file_path: "data/t.csv" }), 200, "viewer link");
+  await expect(call("POST", "/v1/visualizations/viewer-url", { workspace_id: "ws1", file_path: "data/ok.txt", expires_in: 0 }), 400, "viewer link, bad expires_in");
+  await expect(call("POST", "/v1/visualizations/viewer-url", { workspace_id: "ws1", file_path: "data/none.csv" }), 404, "viewer link, no such file");
 
   // Conversations.
   const now = new Date().toISOString();

@@ -137,7 +137,7 @@ if (missing) {
     t.test(`structure: ${fmt} in 3Dmol.js (WebGL)`, async (tt) => {
       const { rec, state } = await view(tt, `structure-${fmt}`, { file_path: file });
       const text = fixture(file.split("/").pop() as string).toString();
-      const atoms = fmt === "pdb" ? text.split("\n").filter((l) => /^(ATOM  |HETATM)/.test(l)).length : text.split("\n").filter((l) => /^(ATOM|HETATM)\s/.test(l)).length;
+      const atoms = fmt === "pdb" ? text.split("\n").filter((l) => /^(ATOM {2}|HETATM)/.test(l)).length : text.split("\n").filter((l) => /^(ATOM|HETATM)\s/.test(l)).length;
       tt.equal(state.counts.atoms, atoms, `3Dmol.js parsed every atom (${atoms})`);
       tt.ok((state.counts.chains ?? 0) >= 1);
       const c = await canvasNonBlank(rec.page, "#mol canvas");

@@ -20,7 +20,7 @@
     O.main.appendChild(host);
     return igv.createBrowser(host, {
       loadDefaultGenomes: false,
-      reference: { id: "operon-fasta", name: O.page.name, fastaURL: abs(m.data.primary), indexURL: abs(m.data["primary-index"]), wholeGenomeView: false },
+      reference: { id: O.page.name, name: O.page.name, fastaURL: abs(m.data.primary), indexURL: abs(m.data["primary-index"]), wholeGenomeView: false },
       locus: m.locus, showSVGButton: false, promisified: true,
     }).then(function (browser) {
       window.operonIgv = browser;

@@ -33,6 +33,8 @@
       var chains = {}, residues = {}, bmin = Infinity, bmax = -Infinity;
       atoms.forEach(function (a) { chains[a.chain] = 1; residues[a.chain + ":" + a.resi] = 1; if (isFinite(a.b)) { bmin = Math.min(bmin, a.b); bmax = Math.max(bmax, a.b); } });
       var hasCartoon = atoms.some(function (a) { return a.atom === "CA" && !a.hetflag; });
+      // One chain in one colour says nothing: a rainbow from N to C terminus does.
+      if (Object.keys(chains).length === 1) colour.value = "spectrum";
 
       function colourSpec() {
         var c = colour.value;

@@ -13,8 +13,8 @@
     var host = O.el("div", { class: "igv-host", id: "igv" });
     O.main.appendChild(host);
     var reference = m.genome && m.genome.kind === "fasta"
-      ? { id: "operon-reference", name: m.genome.name, fastaURL: abs(m.data.reference), indexURL: abs(m.data["reference-index"]) }
-      : { id: "operon-contigs", name: O.page.name + " contigs", format: "chromsizes", fastaURL: abs("chrom.sizes"), url: abs("chrom.sizes"), wholeGenomeView: false };
+      ? { id: m.genome.name, name: m.genome.name, fastaURL: abs(m.data.reference), indexURL: abs(m.data["reference-index"]) }
+      : { id: "contigs of " + O.page.name, name: O.page.name + " contigs", format: "chromsizes", fastaURL: abs("chrom.sizes"), url: abs("chrom.sizes"), wholeGenomeView: false };
     var track = { type: "variant", format: "vcf", name: O.page.name, url: abs(m.data.primary), displayMode: "EXPANDED", visibilityWindow: 1000000 };
     if (m.track && m.track.indexed) { track.indexURL = abs(m.data["primary-index"]); track.indexed = true; } else track.indexed = false;
     return igv.createBrowser(host, {
