@@ -39,6 +39,8 @@ const QUERY_PARAM = /([?&;])([^=&#\s?;'"<>]+)=([^&#\s'"<>;]*)/g;
 const API_KEY = /\bsk_live_[A-Za-z0-9]+/g;
 /** `Authorization: Bearer …` / `Basic …` values. */
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+/** Viewer-link tokens (`/view/<payload>.<signature>`): each one is a capability. */
+const VIEW_TOKEN = /\/view\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g;
 /** Credentials in a URL's user-info part (`https://user:pass@host`). */
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@'"<>]+@/gi;
 
@@ -51,13 +53,15 @@ export function redactSecrets(text: string): string {
     .replace(QUERY_PARAM, (m, sep: string, name: string) => (isSecretQueryParam(decodeName(name)) ? `${sep}${name}=${REDACTED}` : m))
     .replace(API_KEY, `sk_live_${REDACTED}`)
     .replace(AUTH_SCHEME, (_m, scheme: string) => `${scheme} ${REDACTED}`)
-    .replace(URL_USERINFO, (_m, scheme: string) => `${scheme}${REDACTED}@`);
+    .replace(URL_USERINFO, (_m, scheme: string) => `${scheme}${REDACTED}@`)
+    .replace(VIEW_TOKEN, `/view/${REDACTED}`);
 }
 
-/** A request URL (path and query) for a log line: the path kept, secret query values redacted. */
+/** A request URL (path and query) for a log line: the path kept (less a viewer-link token), secret query values redacted. */
 export function redactUrl(url: string): string {
   const q = url.indexOf("?");
-  return q < 0 ? url : url.slice(0, q) + redactSecrets(url.slice(q));
+  const path = (q < 0 ? url : url.slice(0, q)).replace(VIEW_TOKEN, `/view/${REDACTED}`);
+  return q < 0 ? path : path + redactSecrets(url.slice(q));
 }
 
 /**

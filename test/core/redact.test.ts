@@ -43,6 +43,14 @@ t.test("redactSecrets: presigned signatures, credentials, keys and bearer tokens
   for (const n of ["key", "method", "expires", "content_type", "workspace_id"]) t.notOk(isSecretQueryParam(n), n);
 });
 
+t.test("viewer-link tokens are capabilities: redacted from paths and texts", async (t) => {
+  const token = "eyJ2IjoxLCJvIjoiYWNtZSJ9." + "A".repeat(43);
+  t.equal(redactUrl(`/view/${token}`), "/view/[REDACTED]");
+  t.equal(redactUrl(`/view/${token}/data/primary?x=1`), "/view/[REDACTED]/data/primary?x=1");
+  t.equal(redactSecrets(`link: http://h:8080/view/${token} sent`), "link: http://h:8080/view/[REDACTED] sent");
+  t.equal(redactUrl("/view/assets/igv.min.js"), "/view/assets/igv.min.js", "asset paths are kept");
+});
+
 t.test("sanitizeMessage does both", async (t) => {
   t.equal(sanitizeMessage("open '/srv/x' for ?signature=abc"), "open '<path>' for ?signature=[REDACTED]");
 });
