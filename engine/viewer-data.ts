@@ -67,8 +67,13 @@ export class ViewerDataError extends Error {
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const version = (i: ObjectInfo) => `${i.key}\n${i.size}\n${i.sha256 ?? i.etag ?? i.lastModified.toISOString()}`;
 
+/** Preparations (indexing, conversion) running at once on one api-server; more wait their turn. */
+export const MAX_CONCURRENT_PREPARATIONS = 2;
+
 export class ViewerData {
   private prepared = new Map<string, Promise<PreparedView>>();
+  private running = 0;
+  private waiting: Array<() => void> = [];
   private tables = new Map<string, Promise<{ header: string[]; types: Array<"number" | "text">; rows: string[][] }>>();
 
   constructor(private readonly deps: { store: ObjectStore; runner: ToolRunner }) {}
@@ -106,6 +111,17 @@ export class ViewerData {
     const derived = `_system/orgs/${grant.o}/workspaces/${grant.w}/derived/${fp}/`;
     const done = await this.readJson<PreparedView>(derived + "view.json");
     if (done) return done;
+    while (this.running >= MAX_CONCURRENT_PREPARATIONS) await new Promise<void>((r) => this.waiting.push(r));
+    this.running++;
+    try {
+      return await this.build(grant, key, info, ref, derived);
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private async build(grant: ViewerGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, derived: string): Promise<PreparedView> {
     const detected = detectViewer(grant.k, grant.f);
     if (!detected) throw new ViewerDataError("unreadable", "no viewer for this file");
     const view: PreparedView = {

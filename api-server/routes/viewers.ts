@@ -25,13 +25,16 @@ import { fileKey, requireAuth, workspaceId } from "./common.js";
 
 const require = createRequire(import.meta.url);
 
-/** The pages' own scripts and styles (web/viewers/), from the source tree or next to dist/. */
-function webDir(): string {
+/**
+ * The pages' own scripts and styles (web/viewers/), from the source tree or next to dist/.
+ * Without them (an image built without web/) the API still serves; the pages say what is missing.
+ */
+function webDir(): string | undefined {
   for (const rel of ["../../web/viewers/", "../../../web/viewers/"]) {
     const p = fileURLToPath(new URL(rel, import.meta.url));
     if (existsSync(p)) return p;
   }
-  throw new Error("web/viewers/ not found next to the api-server");
+  return undefined;
 }
 
 interface Asset { body: Buffer; type: string; etag: string }
@@ -43,7 +46,7 @@ function loadAssets(): Map<string, Asset> {
     "igv.min.js": require.resolve("igv/dist/igv.min.js"),
     "3Dmol-min.js": require.resolve("3dmol/build/3Dmol-min.js"),
   };
-  for (const f of ["viewer.css", "common.js", "variant.js", "alignment.js", "sequence.js", "fastq.js", "structure.js", "table.js"]) files[f] = dir + f;
+  for (const f of ["viewer.css", "common.js", "variant.js", "alignment.js", "sequence.js", "fastq.js", "structure.js", "table.js"]) if (dir) files[f] = dir + f;
   const assets = new Map<string, Asset>();
   for (const [name, path] of Object.entries(files)) {
     if (!existsSync(path)) continue;
@@ -107,6 +110,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
   const { store, config, clock } = app.operon.deps;
   const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner() });
   const assets = loadAssets();
+  if (!assets.has("common.js")) app.log.error("viewer pages unavailable: web/viewers/ is not installed next to the api-server");
 
   const grantOf = (token: string) => verifyGrant(config.signingSecret, token, clock.now());
   const apiGrant = (token: string): ViewerGrant => {
@@ -200,6 +204,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     const kind = detected?.subtype === "fastq" ? "fastq" : VIEWER_KIND[grant.f];
     const name = grant.k.split("/").pop() ?? grant.k;
     const page = { kind, name, path: grant.k, size: info.size, sizeText: humanSize(info.size), format: grant.f, expiresAt: new Date(grant.exp * 1000).toISOString(), region: grant.g ?? null, reference: grant.r ?? null };
+    if (!assets.has("common.js")) return problemPage(reply, 503, "Viewers are not installed", "This Operon server was installed without its viewer pages (web/viewers/).");
     const scripts = (PAGE_SCRIPTS[kind] ?? []).map((s) => `<script src="assets/${s}"></script>`).join("");
     return pageHeaders(reply).type("text/html; charset=utf-8").send(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -21,6 +21,7 @@ export const REPRODUCED_COPIES: ReadonlyArray<readonly [string, string, string]>
   ["build", "/src/dist", "dist"],
   ["", "package.json", "./"],
   ["", "pipelines", "pipelines"],
+  ["", "web", "web"],
   ["", "crds", "crds"],
 ];
 
@@ -84,6 +85,7 @@ export async function buildImageTree(dir: string): Promise<ImageTree> {
   renameSync(join(deps, "node_modules"), join(app, "node_modules"));
   cpSync(join(repo, "package.json"), join(app, "package.json"));
   cpSync(join(repo, "pipelines"), join(app, "pipelines"), { recursive: true });
+  cpSync(join(repo, "web"), join(app, "web"), { recursive: true });
   cpSync(join(repo, "crds"), join(app, "crds"), { recursive: true });
   const main = join(app, "dist/cli/main.js");
   chmodSync(main, 0o755);

@@ -6,22 +6,12 @@
 (function () {
   "use strict";
   var O = window.Operon;
-  var abs = function (rel) { return new URL(O.url(rel), location.href).href; };
 
   O.meta().then(function (m) {
     O.clear();
-    var host = O.el("div", { class: "igv-host", id: "igv" });
-    O.main.appendChild(host);
-    var reference = m.genome && m.genome.kind === "fasta"
-      ? { id: m.genome.name, name: m.genome.name, fastaURL: abs(m.data.reference), indexURL: abs(m.data["reference-index"]) }
-      : { id: "contigs of " + O.page.name, name: O.page.name + " contigs", format: "chromsizes", fastaURL: abs("chrom.sizes"), url: abs("chrom.sizes"), wholeGenomeView: false };
-    var track = { type: "alignment", format: m.track.format, name: O.page.name, url: abs(m.data.primary), indexURL: abs(m.data["primary-index"]), showCoverage: true, displayMode: "EXPANDED" };
     if (!m.locus) throw new Error("no read in this file is mapped to a reference sequence");
-    return igv.createBrowser(host, {
-      loadDefaultGenomes: false, reference: reference, locus: m.locus, tracks: [track],
-      showSVGButton: false, promisified: true,
-    }).then(function (browser) {
-      window.operonIgv = browser;
+    var track = { type: "alignment", format: m.track.format, name: O.page.name, url: O.abs(m.data.primary), indexURL: O.abs(m.data["primary-index"]), showCoverage: true, displayMode: "EXPANDED" };
+    return O.igvBrowser(m, [track]).then(function (browser) {
       var t = browser.findTracks(function (x) { return x.type === "alignment"; })[0];
       var frame = browser.referenceFrameList[0];
       var start = Math.floor(frame.start), end = Math.ceil(frame.end);

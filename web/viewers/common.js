@@ -13,6 +13,27 @@
   var main = document.getElementById("viewer");
 
   function url(rel) { return encodeURIComponent(page.token) + "/" + rel; }
+  function abs(rel) { return new URL(url(rel), location.href).href; }
+
+  /**
+   * The genome igv.js pages show: the link's reference FASTA (or the file itself, for a
+   * FASTA), else the file's own contigs as chromosome sizes — never a genome from elsewhere.
+   */
+  function igvReference(m) {
+    if (m.genome && m.genome.kind === "fasta") {
+      var own = !m.data.reference;
+      return { id: m.genome.name, name: m.genome.name, fastaURL: abs(own ? m.data.primary : m.data.reference), indexURL: abs(own ? m.data["primary-index"] : m.data["reference-index"]), wholeGenomeView: false };
+    }
+    return { id: "contigs of " + page.name, name: page.name + " contigs", format: "chromsizes", fastaURL: abs("chrom.sizes"), url: abs("chrom.sizes"), wholeGenomeView: false };
+  }
+
+  /** An igv.js browser in a fresh host element under the toolbar (if any). */
+  function igvBrowser(m, tracks) {
+    var host = el("div", { class: "igv-host", id: "igv" });
+    main.appendChild(host);
+    return window.igv.createBrowser(host, { loadDefaultGenomes: false, reference: igvReference(m), locus: m.locus, tracks: tracks, showSVGButton: false, promisified: true })
+      .then(function (browser) { window.operonIgv = browser; return browser; });
+  }
 
   function fetchJson(rel) {
     return fetch(url(rel), { credentials: "omit" }).then(function (r) {
@@ -66,7 +87,7 @@
 
   function clear() { main.innerHTML = ""; }
 
-  window.Operon = { page: page, url: url, fetchJson: fetchJson, el: el, fail: fail, ready: ready, notes: notes, clear: clear, main: main,
+  window.Operon = { page: page, url: url, abs: abs, igvBrowser: igvBrowser, fetchJson: fetchJson, el: el, fail: fail, ready: ready, notes: notes, clear: clear, main: main,
     meta: function () { return fetchJson("meta").then(function (m) { notes(m.notes); return m; }); } };
   window.addEventListener("error", function (e) { if (!state.ready && !state.error) fail(e.error || e.message); });
   window.addEventListener("unhandledrejection", function (e) { if (!state.ready && !state.error) fail(e.reason); });

@@ -5,7 +5,6 @@
 (function () {
   "use strict";
   var O = window.Operon;
-  var abs = function (rel) { return new URL(O.url(rel), location.href).href; };
 
   O.meta().then(function (m) {
     O.clear();
@@ -16,14 +15,7 @@
     bar.appendChild(O.el("label", { for: "sequence-picker", text: (m.stats ? m.stats.sequences.toLocaleString() : seqs.length) + " sequence(s)" }));
     bar.appendChild(picker);
     O.main.appendChild(bar);
-    var host = O.el("div", { class: "igv-host", id: "igv" });
-    O.main.appendChild(host);
-    return igv.createBrowser(host, {
-      loadDefaultGenomes: false,
-      reference: { id: O.page.name, name: O.page.name, fastaURL: abs(m.data.primary), indexURL: abs(m.data["primary-index"]), wholeGenomeView: false },
-      locus: m.locus, showSVGButton: false, promisified: true,
-    }).then(function (browser) {
-      window.operonIgv = browser;
+    return O.igvBrowser(m, []).then(function (browser) {
       picker.addEventListener("change", function () {
         var s = seqs.find(function (x) { return x.name === picker.value; });
         browser.search(s.name + ":1-" + Math.min(s.length, 10000));

@@ -6,22 +6,12 @@
 (function () {
   "use strict";
   var O = window.Operon;
-  var abs = function (rel) { return new URL(O.url(rel), location.href).href; };
 
   O.meta().then(function (m) {
     O.clear();
-    var host = O.el("div", { class: "igv-host", id: "igv" });
-    O.main.appendChild(host);
-    var reference = m.genome && m.genome.kind === "fasta"
-      ? { id: m.genome.name, name: m.genome.name, fastaURL: abs(m.data.reference), indexURL: abs(m.data["reference-index"]) }
-      : { id: "contigs of " + O.page.name, name: O.page.name + " contigs", format: "chromsizes", fastaURL: abs("chrom.sizes"), url: abs("chrom.sizes"), wholeGenomeView: false };
-    var track = { type: "variant", format: "vcf", name: O.page.name, url: abs(m.data.primary), displayMode: "EXPANDED", visibilityWindow: 1000000 };
-    if (m.track && m.track.indexed) { track.indexURL = abs(m.data["primary-index"]); track.indexed = true; } else track.indexed = false;
-    return igv.createBrowser(host, {
-      loadDefaultGenomes: false, reference: reference, locus: m.locus, tracks: [track],
-      showSVGButton: false, showCursorGuide: true, promisified: true,
-    }).then(function (browser) {
-      window.operonIgv = browser;
+    var track = { type: "variant", format: "vcf", name: O.page.name, url: O.abs(m.data.primary), displayMode: "EXPANDED", visibilityWindow: 1000000, indexed: !!(m.track && m.track.indexed) };
+    if (track.indexed) track.indexURL = O.abs(m.data["primary-index"]);
+    return O.igvBrowser(m, [track]).then(function (browser) {
       var t = browser.findTracks(function (x) { return x.type === "variant"; })[0];
       var frame = browser.referenceFrameList[0];
       var start = Math.floor(frame.start), end = Math.ceil(frame.end);
