@@ -10,7 +10,7 @@ $(error could not provide Node.js 24: see the message above, or install Node.js 
 endif
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: install build lint typecheck test test-deps run bench bench-sandbox clean check-node debian-tools crds chart-docs
+.PHONY: install build lint typecheck test test-deps run bench bench-sandbox bench-viewers clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
 # bubblewrap, the sandbox every embedded step runs in, and promtool (package prometheus), which checks both /metrics in the tests. Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -78,10 +78,14 @@ bench: build
 	npx tsx bench/engine.bench.ts
 	npx tsx bench/cluster.bench.ts
 	npx tsx bench/sandbox.bench.ts
+	npx tsx bench/viewers.bench.ts
 
 # The step sandbox's cost and mounted against copied inputs (bench/RESULTS.md, section "sandbox").
 bench-sandbox: build debian-tools
 	npx tsx bench/sandbox.bench.ts
+
+bench-viewers: build debian-tools
+	npx tsx bench/viewers.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules
