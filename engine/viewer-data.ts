@@ -17,7 +17,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import type { ObjectInfo, ObjectStore } from "../core/ports.js";
 import { workspaceRoot } from "../core/layout.js";
-import { formatRegion, parseRegion, VIEWER_KIND, detectViewer, type FileSubtype, type ViewerGrant, type ViewerKind } from "../core/viewers.js";
+import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type ViewerGrant, type ViewerKind } from "../core/viewers.js";
 import { columnTypes, DelimitedParser, detectDelimiter, filterRows, parseTable, sortRows, type Delimiter } from "../core/delimited.js";
 import { detectPhredOffset, FastqReader, summarize, type FastqRecord } from "../core/fastq.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
@@ -63,6 +63,9 @@ export interface PreparedView {
 export class ViewerDataError extends Error {
   constructor(readonly code: "not_found" | "unreadable", message: string) { super(message); this.name = "ViewerDataError"; }
 }
+
+/** A tool's last words for the page: its own names for the working files (`in/input.bam`) read as "the file". */
+const toolSays = (stderr: string) => stderr.split("\n").filter((l) => l.trim()).slice(-2).join(" ").replace(/"?\bin\/[\w.-]+"?/g, "the file");
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const version = (i: ObjectInfo) => `${i.key}\n${i.size}\n${i.sha256 ?? i.etag ?? i.lastModified.toISOString()}`;
@@ -190,7 +193,7 @@ export class ViewerData {
   private async local(dir: string, key: string, name: string): Promise<string> {
     const p = this.deps.store.localPath?.(key);
     if (p) return p;
-    const dest = join(dir, "work", name.replace(/^/, "dl-"));
+    const dest = join(dir, "work", `dl-${name}`);
     const { body } = await this.deps.store.get(key);
     await pipeline(Readable.from(body as AsyncIterable<Uint8Array>), createWriteStream(dest));
     return dest;
@@ -210,7 +213,7 @@ export class ViewerData {
 
   private async tool(dir: string, argv: string[], inputs: Array<{ host: string; name: string }>, what: string, extra: { stopAfterLines?: number; keepTail?: boolean; maxStdout?: number } = {}) {
     const r = await this.deps.runner.run(dir, { argv, inputs, timeoutMs: TOOL_TIMEOUT_MS, ...extra });
-    if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${r.stderr.split("\n").filter((l) => l.trim()).slice(-2).join(" ") || `exit ${r.code}`}`);
+    if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${toolSays(r.stderr) || `exit ${r.code}`}`);
     return r.stdout;
   }
 
@@ -346,7 +349,7 @@ export class ViewerData {
         index = await this.upload(c.dir, "alignments.bam.bai", c.derived + "alignments.bam.bai");
         [primaryLocal, primaryName, indexLocal] = [join(c.dir, "work", "alignments.bam"), "alignments.bam", join(c.dir, "work", "alignments.bam.bai")];
         view.notes.push("sorted and indexed for the viewer (samtools sort, samtools index)");
-      } else throw new ViewerDataError("unreadable", `this ${ext.toUpperCase()} file could not be indexed: ${r.stderr.split("\n").slice(-1)[0] ?? ""}`);
+      } else throw new ViewerDataError("unreadable", `this ${ext.toUpperCase()} file could not be indexed: ${toolSays(r.stderr)}`);
     }
     view.files["primary-index"] = index;
     const idxName = `a.${(indexLocal as string).split(".").pop()}`;
@@ -465,7 +468,7 @@ export class ViewerData {
     const t = parseTable(cut, { delimiter });
     if (t.header.length === 0) throw new ViewerDataError("unreadable", "this file holds no rows");
     const sortable = c.info.size <= TABLE_MEMORY_MAX_BYTES;
-    c.view.table = { delimiter, header: t.header, headerDetected: t.headerDetected, types: columnTypes(t.rows, t.header.length), rows: sortable ? null : null, sortable };
+    c.view.table = { delimiter, header: t.header, headerDetected: t.headerDetected, types: columnTypes(t.rows, t.header.length), rows: null, sortable };
     if (sortable) {
       const full = await this.loadTable(c.key, c.gz, c.view);
       c.view.table.rows = full.rows.length;
@@ -519,6 +522,3 @@ export class ViewerData {
 }
 
 interface Ctx { grant: ViewerGrant; key: string; info: ObjectInfo; derived: string; dir: string; gz: boolean; view: PreparedView }
-
-/** The region a link opens on, or the reason it is not one (for the 400 naming `region`). */
-export const checkRegion = (s: string) => { const r = parseRegion(s); return "error" in r ? r.error : undefined; };

@@ -87,7 +87,7 @@ const CSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'sel
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const jsonForScript = (v: unknown) => JSON.stringify(v).replace(/</g, "\\u003c");
 
-export function humanSize(n: number): string {
+function humanSize(n: number): string {
   if (n < 1024) return `${n} B`;
   const units = ["KB", "MB", "GB", "TB"];
   let v = n;
@@ -203,7 +203,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     const detected = detectViewer(grant.k, grant.f);
     const kind = detected?.subtype === "fastq" ? "fastq" : VIEWER_KIND[grant.f];
     const name = grant.k.split("/").pop() ?? grant.k;
-    const page = { kind, name, path: grant.k, size: info.size, sizeText: humanSize(info.size), format: grant.f, expiresAt: new Date(grant.exp * 1000).toISOString(), region: grant.g ?? null, reference: grant.r ?? null };
+    const page = { kind, name, path: grant.k, size: info.size, format: grant.f, expiresAt: new Date(grant.exp * 1000).toISOString(), region: grant.g ?? null, reference: grant.r ?? null };
     if (!assets.has("common.js")) return problemPage(reply, 503, "Viewers are not installed", "This Operon server was installed without its viewer pages (web/viewers/).");
     const scripts = (PAGE_SCRIPTS[kind] ?? []).map((s) => `<script src="assets/${s}"></script>`).join("");
     return pageHeaders(reply).type("text/html; charset=utf-8").send(`<!doctype html>
