@@ -27,6 +27,8 @@ import { toolRoutes } from "./routes/tools.js";
 import { viewerRoutes } from "./routes/viewers.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
+import { createRenderJobs, type RenderJobs } from "../engine/render-jobs.js";
+import { renderRoutes } from "./routes/render.js";
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &
@@ -39,6 +41,8 @@ export interface AppDeps {
   maxUploadBytes?: number;
   /** The pipeline engine; without it the pipelines routes are absent. */
   engine?: Engine;
+  /** Render jobs (default: created from `engine`, with its slots). */
+  renders?: RenderJobs;
   /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
   toolRunner?: ToolRunner;
 }
@@ -204,6 +208,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(toolRoutes, deps.engine ? { engine: deps.engine } : {});
   if (deps.engine) await app.register(pipelineRoutes, { engine: deps.engine });
   await app.register(viewerRoutes, deps.toolRunner ? { runner: deps.toolRunner } : {});
+  let renders = deps.renders;
+  if (!renders && deps.engine) {
+    const made = createRenderJobs(deps.engine, deps.store, clock, { metrics: metrics.registry, log: (m) => app.log.warn(m) });
+    renders = made.jobs;
+    // One embedded server per data directory: jobs an earlier process held cannot still be running.
+    await renders.start({ previousProcessesAreGone: made.embedded });
+    const owned = renders;
+    app.addHook("onClose", async () => { await owned.stop(); });
+  }
+  if (renders) await app.register(renderRoutes, { jobs: renders });
 
   app.addHook("onClose", async () => { await auth.stop(); });
   return app;

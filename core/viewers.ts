@@ -85,7 +85,8 @@ export interface ViewerGrant {
   w: string;
   /** The file (workspace-relative key). */
   k: string;
-  f: ViewerFormat;
+  /** The viewer; `image` is a rendered chart's preview (a PNG or SVG), never issued by viewer-url. */
+  f: GrantFormat;
   /** A reference FASTA (workspace-relative key). */
   r?: string;
   /** Region to open on. */
@@ -94,12 +95,20 @@ export interface ViewerGrant {
   exp: number;
 }
 
+/** A grant for a file viewer (not a chart preview). */
+export type FileGrant = ViewerGrant & { f: ViewerFormat };
+export const isFileGrant = (g: ViewerGrant): g is FileGrant => g.f !== "image";
+
+/** What a grant can open: the viewer formats, and a chart preview. */
+export type GrantFormat = ViewerFormat | "image";
+const GRANT_FORMATS: readonly string[] = [...VIEWER_FORMATS, "image"];
+
 /** Whether a decoded payload has the grant's shape (a valid signature over junk is still junk). */
 export function isViewerGrant(x: unknown): x is ViewerGrant {
   if (!x || typeof x !== "object") return false;
   const g = x as Record<string, unknown>;
   const str = (v: unknown) => typeof v === "string" && v.length > 0 && v.length <= 1024;
-  return g.v === 1 && str(g.o) && str(g.w) && str(g.k) && (VIEWER_FORMATS as readonly unknown[]).includes(g.f)
+  return g.v === 1 && str(g.o) && str(g.w) && str(g.k) && GRANT_FORMATS.includes(g.f as string)
     && (g.r === undefined || str(g.r)) && (g.g === undefined || str(g.g)) && Number.isSafeInteger(g.exp);
 }
 

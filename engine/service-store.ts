@@ -80,7 +80,7 @@ async function readJsonTagged<T>(store: ObjectStore, key: string): Promise<{ val
   }
 }
 
-async function readJson<T>(store: ObjectStore, key: string): Promise<T | undefined> {
+export async function readJson<T>(store: ObjectStore, key: string): Promise<T | undefined> {
   return (await readJsonTagged<T>(store, key))?.value;
 }
 
@@ -89,7 +89,7 @@ async function readJson<T>(store: ObjectStore, key: string): Promise<T | undefin
  * nobody changed the record since it was read (if-match on its etag); otherwise read again.
  * `change` returns undefined when there is nothing to write.
  */
-async function updateJson<T>(store: ObjectStore, key: string, change: (current: T) => T | undefined): Promise<T | undefined> {
+export async function updateJson<T>(store: ObjectStore, key: string, change: (current: T) => T | undefined): Promise<T | undefined> {
   for (let attempt = 0; attempt < 10; attempt++) {
     const cur = await readJsonTagged<T>(store, key);
     if (!cur) return undefined;
@@ -105,7 +105,7 @@ async function updateJson<T>(store: ObjectStore, key: string, change: (current: 
   throw new Error(`${key}: too many concurrent updates`);
 }
 
-const writeJson = (store: ObjectStore, key: string, value: unknown, ifNoneMatch?: boolean) =>
+export const writeJson = (store: ObjectStore, key: string, value: unknown, ifNoneMatch?: boolean) =>
   store.put(key, JSON.stringify(value, null, 2), { contentType: "application/json", ...(ifNoneMatch ? { ifNoneMatch: "*" as const } : {}) });
 
 /** Conversation activity ranks: the most recent activity sorts first. */

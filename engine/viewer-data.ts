@@ -17,7 +17,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import type { ObjectInfo, ObjectStore } from "../core/ports.js";
 import { workspaceRoot } from "../core/layout.js";
-import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type ViewerGrant, type ViewerKind } from "../core/viewers.js";
+import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type FileGrant, type ViewerKind } from "../core/viewers.js";
 import { columnTypes, DelimitedParser, detectDelimiter, filterRows, parseTable, sortRows, type Delimiter } from "../core/delimited.js";
 import { detectPhredOffset, FastqReader, summarize, type FastqRecord } from "../core/fastq.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
@@ -82,12 +82,12 @@ export class ViewerData {
   constructor(private readonly deps: { store: ObjectStore; runner: ToolRunner }) {}
 
   /** The storage key of a grant's file (or reference), re-checked: a grant names keys of its own workspace only. */
-  key(grant: ViewerGrant, rel: string): string {
+  key(grant: FileGrant, rel: string): string {
     if (rel.startsWith("/") || rel.split("/").some((s) => s === "" || s === "." || s === "..") || rel.startsWith("_system/")) throw new ViewerDataError("not_found", "not a file of this workspace");
     return workspaceRoot(grant.o, grant.w) + rel;
   }
 
-  private async source(grant: ViewerGrant) {
+  private async source(grant: FileGrant) {
     const key = this.key(grant, grant.k);
     const info = await this.deps.store.head(key);
     if (!info) throw new ViewerDataError("not_found", `the file ${grant.k} no longer exists`);
@@ -97,7 +97,7 @@ export class ViewerData {
   }
 
   /** Everything the page needs, prepared once per file version (and reused from the derived area). */
-  async prepare(grant: ViewerGrant): Promise<PreparedView> {
+  async prepare(grant: FileGrant): Promise<PreparedView> {
     const { key, info, ref } = await this.source(grant);
     const fp = sha(`${grant.f}\n${version(info)}\n${ref ? version(ref) : ""}\n${grant.g ?? ""}`).slice(0, 40);
     let p = this.prepared.get(fp);
@@ -110,7 +110,7 @@ export class ViewerData {
     return p;
   }
 
-  private async load(grant: ViewerGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, fp: string): Promise<PreparedView> {
+  private async load(grant: FileGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, fp: string): Promise<PreparedView> {
     const derived = `_system/orgs/${grant.o}/workspaces/${grant.w}/derived/${fp}/`;
     const done = await this.readJson<PreparedView>(derived + "view.json");
     if (done) return done;
@@ -124,7 +124,7 @@ export class ViewerData {
     }
   }
 
-  private async build(grant: ViewerGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, derived: string): Promise<PreparedView> {
+  private async build(grant: FileGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, derived: string): Promise<PreparedView> {
     const detected = detectViewer(grant.k, grant.f);
     if (!detected) throw new ViewerDataError("unreadable", "no viewer for this file");
     const view: PreparedView = {
@@ -453,7 +453,7 @@ export class ViewerData {
   }
 
   /** A page of the FASTQ sample. */
-  async reads(grant: ViewerGrant, offset: number, limit: number): Promise<{ reads: FastqRecord[]; total: number }> {
+  async reads(grant: FileGrant, offset: number, limit: number): Promise<{ reads: FastqRecord[]; total: number }> {
     const { key } = await this.source(grant);
     const { records } = await this.fastqSample(key, detectViewer(grant.k, grant.f)?.gzipped ?? false);
     return { reads: records.slice(offset, offset + limit), total: records.length };
@@ -493,7 +493,7 @@ export class ViewerData {
   }
 
   /** A page of a table: sorted and filtered over the whole file when it fits in memory, else in file order. */
-  async rows(grant: ViewerGrant, q: { offset: number; limit: number; sort?: number; dir?: "asc" | "desc"; filter?: string }): Promise<{ rows: string[][]; total: number | null; filtered: number | null }> {
+  async rows(grant: FileGrant, q: { offset: number; limit: number; sort?: number; dir?: "asc" | "desc"; filter?: string }): Promise<{ rows: string[][]; total: number | null; filtered: number | null }> {
     const view = await this.prepare(grant);
     const key = view.files.primary as string;
     const gz = detectViewer(grant.k, grant.f)?.gzipped ?? false;
@@ -521,4 +521,4 @@ export class ViewerData {
   }
 }
 
-interface Ctx { grant: ViewerGrant; key: string; info: ObjectInfo; derived: string; dir: string; gz: boolean; view: PreparedView }
+interface Ctx { grant: FileGrant; key: string; info: ObjectInfo; derived: string; dir: string; gz: boolean; view: PreparedView }

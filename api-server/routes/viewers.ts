@@ -14,7 +14,9 @@ import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { detectViewer, KNOWN_EXTENSIONS, parseRegion, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type ViewerFormat, type ViewerGrant } from "../../core/viewers.js";
+import { detectViewer, KNOWN_EXTENSIONS, parseRegion, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type FileGrant, isFileGrant, type ViewerFormat, type ViewerGrant } from "../../core/viewers.js";
+import { workspaceRoot as workspaceRootKey } from "../../core/layout.js";
+import type { ObjectStore } from "../../core/ports.js";
 import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type PreparedView } from "../../engine/viewer-data.js";
 import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
 import { ApiError, badRequest } from "../errors.js";
@@ -113,10 +115,16 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
   if (!assets.has("common.js")) app.log.error("viewer pages unavailable: web/viewers/ is not installed next to the api-server");
 
   const grantOf = (token: string) => verifyGrant(config.signingSecret, token, clock.now());
-  const apiGrant = (token: string): ViewerGrant => {
+  const anyGrant = (token: string): ViewerGrant => {
     const g = grantOf(token);
     if (!g.ok) throw new ApiError(g.status === 410 ? "gone" : "forbidden", g.reason);
     return g.grant;
+  };
+  /** A file viewer's grant; a chart preview's grant opens nothing but its image. */
+  const apiGrant = (token: string): FileGrant => {
+    const g = anyGrant(token);
+    if (!isFileGrant(g)) throw new ApiError("not_found", "this link shows an image only");
+    return g;
   };
   const dataError = (e: unknown) => {
     if (e instanceof ViewerDataError) return new ApiError(e.code === "not_found" ? "not_found" : "validation_failed", e.message);
@@ -177,7 +185,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     if (detected.subtype === "cram" && !reference) throw badRequest("reference", "a CRAM file is shown with its reference FASTA: give `reference`");
     if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`, { field });
     const exp = Math.floor(clock.now() / 1000) + b.expires_in;
-    const grant: ViewerGrant = { v: 1, o: ws.organization, w: ws.id, k: key, f: detected.format, exp, ...(reference ? { r: reference } : {}), ...(region ? { g: region } : {}) };
+    const grant: FileGrant = { v: 1, o: ws.organization, w: ws.id, k: key, f: detected.format, exp, ...(reference ? { r: reference } : {}), ...(region ? { g: region } : {}) };
     const token = signGrant(config.signingSecret, grant);
     // Start the preparation now (an index, a conversion): the page usually opens seconds later.
     data.prepare(grant).catch((e: unknown) => req.log.debug({ err: e }, "viewer preparation failed"));
@@ -198,6 +206,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     const g = grantOf(req.params.token);
     if (!g.ok) return problemPage(reply, g.status, g.status === 410 ? "This viewer link has expired" : "This viewer link is not valid", g.reason);
     const grant = g.grant;
+    if (!isFileGrant(grant)) return imagePage(reply, store, grant);
     const info = await store.head(data.key(grant, grant.k));
     if (!info) return problemPage(reply, 404, "File not found", `${grant.k} is no longer in its workspace.`);
     const detected = detectViewer(grant.k, grant.f);
@@ -228,7 +237,15 @@ ${scripts}
   });
 
   app.get<{ Params: { token: string; name: string } }>("/view/:token/data/:name", { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
-    const grant = apiGrant(req.params.token);
+    const any = anyGrant(req.params.token);
+    if (!isFileGrant(any)) {
+      // A chart preview: its one image. SVG is served so that nothing in it can run (CSP sandbox).
+      if (req.params.name !== "primary") throw new ApiError("not_found", "no such data for this link");
+      const svg = any.k.toLowerCase().endsWith(".svg");
+      const maxAge = Math.max(0, Math.min(3600, any.exp - Math.floor(clock.now() / 1000)));
+      return sendObject(reply, store, `${workspaceRootKey(any.o, any.w)}${any.k}`, req.headers.range, { contentType: svg ? "image/svg+xml" : "image/png", headers: { "cache-control": `private, max-age=${maxAge}`, "x-content-type-options": "nosniff", "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox" } });
+    }
+    const grant = any;
     if (!(DATA_NAMES as readonly string[]).includes(req.params.name)) throw new ApiError("not_found", "no such data for this link");
     let view: PreparedView;
     try { view = await data.prepare(grant); } catch (e) { throw dataError(e); }
@@ -282,6 +299,21 @@ ${scripts}
       return { data: await data.reads(grant, req.query.offset, req.query.limit) };
     } catch (e) { throw dataError(e); }
   });
+}
+
+/** A rendered chart's preview: the image, its name and the link's expiry, nothing else. */
+async function imagePage(reply: FastifyReply, store: ObjectStore, grant: ViewerGrant): Promise<FastifyReply> {
+  const info = await store.head(`${workspaceRootKey(grant.o, grant.w)}${grant.k}`);
+  if (!info) return problemPage(reply, 404, "Image not found", `${grant.k} is no longer in its workspace.`);
+  const name = grant.k.split("/").pop() ?? grant.k;
+  const expires = new Date(grant.exp * 1000).toISOString();
+  return pageHeaders(reply).type("text/html; charset=utf-8").send(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(name)} — Operon chart</title><link rel="icon" href="data:,"><link rel="stylesheet" href="assets/viewer.css"></head>
+<body data-kind="image">
+<header class="bar"><div class="file"><h1 class="name" title="${esc(grant.k)}">${esc(name)}</h1><div class="facts"><span>${esc(humanSize(info.size))}</span><span>chart</span><span class="expiry">link expires ${expires.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</span></div></div><div class="brand">Operon</div></header>
+<main id="viewer" class="image-preview"><a href="data/primary" download="${esc(name)}"><img src="data/primary" alt="${esc(name)}"></a></main>
+</body></html>`);
 }
 
 function kindLabel(kind: string): string {

@@ -1,0 +1,182 @@
+/**
+ * One render, off the API's event loop: a worker thread reads the job's local files (tables
+ * streamed row by row into the plot type's sink, structures and coverage through their
+ * readers), asks the pure renderer in core/charts/ for the SVG and the data drawn, and
+ * rasterises PNGs with resvg and DejaVu Sans — the font the SVG names and the layout was
+ * measured with. A data problem comes back as `{ok: false, data: true}` with the renderer's
+ * words; anything else is an internal failure. Runs as a worker (`runInWorker`) or inline in
+ * tests and benches (`renderTask`).
+ */
+import { createReadStream, existsSync } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import { createGunzip } from "node:zlib";
+import { parentPort, workerData, isMainThread } from "node:worker_threads";
+import { Resvg } from "@resvg/resvg-js";
+import { ChartError, toTsv, type Chart, type Frame, type TableSink } from "../../core/charts/common.js";
+import type { PlotType } from "../../core/charts/options.js";
+import type { CoverageOpts, HeatmapOpts, ManhattanOpts, PathwayOpts, PcaOpts, StructureOpts, VolcanoOpts } from "../../core/charts/options.js";
+import { DelimitedParser, detectDelimiter, parseTable } from "../../core/delimited.js";
+import { parseRegion } from "../../core/viewers.js";
+import { volcanoChart } from "../../core/charts/volcano.js";
+import { manhattanChart } from "../../core/charts/manhattan.js";
+import { pcaChart } from "../../core/charts/pca.js";
+import { heatmapChart } from "../../core/charts/heatmap.js";
+import { coverageChart } from "../../core/charts/coverage.js";
+import { findGene } from "../../core/charts/annotation.js";
+import { structureChart } from "../../core/charts/structure.js";
+import { parseStructure } from "../../core/charts/structure-parse.js";
+import { pathwayChart } from "../../core/charts/pathway.js";
+import { ensureBamIndex, loadCoverage, readAnnotation } from "./coverage-data.js";
+import { loadPathways } from "./pathways.js";
+
+export const FONT_DIR = "/usr/share/fonts/truetype/dejavu";
+export const FONT_FILES = [`${FONT_DIR}/DejaVuSans.ttf`, `${FONT_DIR}/DejaVuSans-Bold.ttf`];
+/** A structure file is read whole; larger than this is not a structure anyone draws. */
+const STRUCTURE_MAX_BYTES = 256 * 1024 * 1024;
+const SAMPLE_SHEET_MAX_BYTES = 16 * 1024 * 1024;
+
+export interface RenderTask {
+  type: PlotType;
+  options: Record<string, unknown>;
+  frame: Frame;
+  format: "png" | "svg";
+  /** Local paths of the files the job reads. */
+  inputs: { primary: string; sheet?: string; annotation?: string; bamIndex?: string };
+  /** A scratch directory for indexes built on the way. */
+  workDir: string;
+}
+
+export type RenderResult =
+  | { ok: true; image: Uint8Array; tsv: string; width: number; height: number; rows: number }
+  | { ok: false; data: boolean; error: string };
+
+const isGz = (p: string) => /\.(gz|bgz)$/i.test(p);
+
+/** The lines of a delimited file, streamed: leading `#` lines skipped, the first record is the header. */
+async function streamTable(path: string, makeSink: (header: readonly string[]) => TableSink): Promise<Chart> {
+  const raw = createReadStream(path, { highWaterMark: 1 << 20 });
+  const input = isGz(path) ? raw.pipe(createGunzip()) : raw;
+  let parser: DelimitedParser | undefined;
+  let sink: TableSink | undefined;
+  let pending = "";
+  const take = (records: string[][]) => {
+    for (const rec of records) {
+      if (!sink) {
+        if ((rec[0] ?? "").startsWith("#") && rec.length <= 1) continue;
+        if ((rec[0] ?? "").startsWith("#") && rec.slice(1).every((c) => c === "")) continue;
+        sink = makeSink(rec.map((c, i) => (i === 0 ? c.replace(/^#\s*/, "") : c.trim())));
+        continue;
+      }
+      if (rec.length === 1 && rec[0] === "") continue;
+      sink.row(rec);
+    }
+  };
+  try {
+    for await (const chunk of input) {
+      const s = (chunk as Buffer).toString("utf8");
+      if (!parser) {
+        pending += s;
+        if (pending.length < 64 * 1024) continue;
+        parser = new DelimitedParser(detectDelimiter(pending));
+        take(parser.push(pending));
+        pending = "";
+        continue;
+      }
+      take(parser.push(s));
+    }
+    if (!parser) { parser = new DelimitedParser(detectDelimiter(pending)); take(parser.push(pending)); }
+    take(parser.end());
+  } finally {
+    raw.destroy();
+  }
+  if (!sink) throw new ChartError("the file holds no header row and no data");
+  return sink.finish();
+}
+
+async function readSmall(path: string, max: number, what: string): Promise<string> {
+  const s = await stat(path);
+  if (s.size > max) throw new ChartError(`${what} is ${(s.size / 1e6).toFixed(0)} MB; at most ${(max / 1e6).toFixed(0)} MB can be read`);
+  const buf = await readFile(path);
+  if (isGz(path)) {
+    const { gunzipSync } = await import("node:zlib");
+    return gunzipSync(buf, { maxOutputLength: max * 4 }).toString("utf8");
+  }
+  return buf.toString("utf8");
+}
+
+async function chartOf(t: RenderTask): Promise<Chart> {
+  const o = t.options;
+  switch (t.type) {
+    case "volcano_plot": return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame));
+    case "manhattan_plot": return streamTable(t.inputs.primary, (h) => manhattanChart(h, o as ManhattanOpts, t.frame));
+    case "heatmap": return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame));
+    case "pca_plot": {
+      let sheet: { header: string[]; rows: string[][] } | undefined;
+      if (t.inputs.sheet) {
+        const p = parseTable(await readSmall(t.inputs.sheet, SAMPLE_SHEET_MAX_BYTES, "the sample sheet"));
+        sheet = { header: p.header, rows: p.rows };
+      }
+      return streamTable(t.inputs.primary, (h) => pcaChart(h, o as PcaOpts, t.frame, sheet));
+    }
+    case "pathway_map": {
+      const collection = await loadPathways();
+      return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection));
+    }
+    case "structure_3d": {
+      const text = await readSmall(t.inputs.primary, STRUCTURE_MAX_BYTES, "the structure file");
+      const name = t.inputs.primary.replace(/\.(gz|bgz)$/i, "").toLowerCase();
+      const format = /\.(cif|mmcif)$/.test(name) || /^data_/m.test(text.slice(0, 4096)) ? "mmcif" : "pdb";
+      return structureChart(parseStructure(text, format), o as StructureOpts, t.frame);
+    }
+    case "coverage_track": {
+      const co = o as CoverageOpts;
+      const kind = /\.(bw|bigwig)$/i.test(t.inputs.primary) ? "bigwig" : "bam";
+      const features = t.inputs.annotation ? await readAnnotation(t.inputs.annotation) : [];
+      let region: { chr: string; start: number; end: number };
+      if (co.region) {
+        const r = parseRegion(co.region);
+        if ("error" in r) throw new ChartError(`region: ${r.error}`);
+        region = r;
+      } else {
+        const g = findGene(features, co.gene ?? "");
+        region = { chr: g.chr, start: Math.max(1, g.start - co.flank), end: g.end + co.flank };
+      }
+      const inRegion = features.filter((f) => f.chr === region.chr && f.end >= region.start && f.start <= region.end);
+      const indexPath = kind === "bam" ? (t.inputs.bamIndex ?? await ensureBamIndex(t.inputs.primary, t.workDir)) : undefined;
+      const bins = Math.max(50, Math.round(t.frame.width - 120));
+      const track = await loadCoverage({ path: t.inputs.primary, kind, ...(indexPath ? { indexPath } : {}) }, region, bins, inRegion);
+      return coverageChart(track, co, t.frame);
+    }
+  }
+}
+
+/** Render one task in this thread. */
+export async function renderTask(t: RenderTask): Promise<RenderResult> {
+  try {
+    const chart = await chartOf(t);
+    const tsv = toTsv(chart.data);
+    if (t.format === "svg") {
+      const image = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n${chart.svg}\n`, "utf8");
+      return { ok: true, image, tsv, width: chart.width, height: chart.height, rows: chart.data.rows.length };
+    }
+    if (!FONT_FILES.every((f) => existsSync(f))) return { ok: false, data: false, error: `PNG rendering needs the DejaVu fonts (Debian package fonts-dejavu-core) in ${FONT_DIR}` };
+    const scale = Number(t.options.scale ?? 2);
+    const png = new Resvg(chart.svg, {
+      fitTo: { mode: "zoom", value: scale },
+      font: { fontFiles: FONT_FILES, loadSystemFonts: false, defaultFontFamily: "DejaVu Sans", sansSerifFamily: "DejaVu Sans" },
+      shapeRendering: 2, textRendering: 1, imageRendering: 0,
+    }).render().asPng();
+    return { ok: true, image: png, tsv, width: Math.round(chart.width * scale), height: Math.round(chart.height * scale), rows: chart.data.rows.length };
+  } catch (e) {
+    if (e instanceof ChartError) return { ok: false, data: true, error: e.message };
+    return { ok: false, data: false, error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** Worker entry: one task in, one result out. */
+if (!isMainThread && parentPort && (workerData as { operonRender?: boolean } | undefined)?.operonRender) {
+  const port = parentPort;
+  port.once("message", (t: RenderTask) => {
+    void renderTask(t).then((r) => port.postMessage(r, r.ok ? [] : []));
+  });
+}
