@@ -17,17 +17,6 @@ import type { PlotType } from "../../core/charts/options.js";
 import type { CoverageOpts, HeatmapOpts, ManhattanOpts, PathwayOpts, PcaOpts, StructureOpts, VolcanoOpts } from "../../core/charts/options.js";
 import { DelimitedParser, detectDelimiter, parseTable } from "../../core/delimited.js";
 import { parseRegion } from "../../core/viewers.js";
-import { volcanoChart } from "../../core/charts/volcano.js";
-import { manhattanChart } from "../../core/charts/manhattan.js";
-import { pcaChart } from "../../core/charts/pca.js";
-import { heatmapChart } from "../../core/charts/heatmap.js";
-import { coverageChart } from "../../core/charts/coverage.js";
-import { findGene } from "../../core/charts/annotation.js";
-import { structureChart } from "../../core/charts/structure.js";
-import { parseStructure } from "../../core/charts/structure-parse.js";
-import { pathwayChart } from "../../core/charts/pathway.js";
-import { ensureBamIndex, loadCoverage, readAnnotation } from "./coverage-data.js";
-import { loadPathways } from "./pathways.js";
 
 export const FONT_DIR = "/usr/share/fonts/truetype/dejavu";
 export const FONT_FILES = [`${FONT_DIR}/DejaVuSans.ttf`, `${FONT_DIR}/DejaVuSans-Bold.ttf`];
@@ -104,13 +93,24 @@ async function readSmall(path: string, max: number, what: string): Promise<strin
   return buf.toString("utf8");
 }
 
+/** Renderers load on demand: a worker reads only the modules of its plot type. */
 async function chartOf(t: RenderTask): Promise<Chart> {
   const o = t.options;
   switch (t.type) {
-    case "volcano_plot": return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame));
-    case "manhattan_plot": return streamTable(t.inputs.primary, (h) => manhattanChart(h, o as ManhattanOpts, t.frame));
-    case "heatmap": return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame));
+    case "volcano_plot": {
+      const { volcanoChart } = await import("../../core/charts/volcano.js");
+      return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame));
+    }
+    case "manhattan_plot": {
+      const { manhattanChart } = await import("../../core/charts/manhattan.js");
+      return streamTable(t.inputs.primary, (h) => manhattanChart(h, o as ManhattanOpts, t.frame));
+    }
+    case "heatmap": {
+      const { heatmapChart } = await import("../../core/charts/heatmap.js");
+      return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame));
+    }
     case "pca_plot": {
+      const { pcaChart } = await import("../../core/charts/pca.js");
       let sheet: { header: string[]; rows: string[][] } | undefined;
       if (t.inputs.sheet) {
         const p = parseTable(await readSmall(t.inputs.sheet, SAMPLE_SHEET_MAX_BYTES, "the sample sheet"));
@@ -119,16 +119,21 @@ async function chartOf(t: RenderTask): Promise<Chart> {
       return streamTable(t.inputs.primary, (h) => pcaChart(h, o as PcaOpts, t.frame, sheet));
     }
     case "pathway_map": {
+      const [{ pathwayChart }, { loadPathways }] = await Promise.all([import("../../core/charts/pathway.js"), import("./pathways.js")]);
       const collection = await loadPathways();
       return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection));
     }
     case "structure_3d": {
+      const [{ structureChart }, { parseStructure }] = await Promise.all([import("../../core/charts/structure.js"), import("../../core/charts/structure-parse.js")]);
       const text = await readSmall(t.inputs.primary, STRUCTURE_MAX_BYTES, "the structure file");
       const name = t.inputs.primary.replace(/\.(gz|bgz)$/i, "").toLowerCase();
       const format = /\.(cif|mmcif)$/.test(name) || /^data_/m.test(text.slice(0, 4096)) ? "mmcif" : "pdb";
       return structureChart(parseStructure(text, format), o as StructureOpts, t.frame);
     }
     case "coverage_track": {
+      const [{ coverageChart }, { findGene }, { ensureBamIndex, loadCoverage, readAnnotation }] = await Promise.all([
+        import("../../core/charts/coverage.js"), import("../../core/charts/annotation.js"), import("./coverage-data.js"),
+      ]);
       const co = o as CoverageOpts;
       const kind = /\.(bw|bigwig)$/i.test(t.inputs.primary) ? "bigwig" : "bam";
       const features = t.inputs.annotation ? await readAnnotation(t.inputs.annotation) : [];

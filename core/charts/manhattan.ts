@@ -1,0 +1,294 @@
+/**
+ * Manhattan plot (plot type `manhattan_plot`), the pure part: −log10 p of every SNP of a GWAS
+ * summary-statistics file along the genome, rows streamed one at a time into typed arrays.
+ * Chromosomes run in natural order (1…22, X, Y, MT, then other contigs sorted), in two
+ * alternating colours, placed end to end with a small gap; the genome-wide significance line
+ * is solid, the suggestive line dashed; the best SNP of each genome-wide significant locus is
+ * labelled. A million points stay fast and the SVG small: points that are not past the
+ * suggestive line are thinned to one per plot cell (1 px column × 2 px row band; the smallest
+ * p in each cell is kept) — points past the suggestive line are never thinned. The TSV lists
+ * exactly the points drawn.
+ */
+import { scaleLinear } from "d3-scale";
+import { axis, ChartError, drawLabels, findColumn, fmt, leftAxisWidth, numberOf, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Box, type Chart, type Frame, type TableSink } from "./common.js";
+import type { ManhattanOpts } from "./options.js";
+import { fitText, optionalColumn } from "./volcano.js";
+
+export const MANHATTAN_COLUMNS = {
+  chr: ["chr", "CHR", "chrom", "chromosome", "CHROM", "#CHROM", "#chrom"],
+  pos: ["pos", "BP", "position", "POS", "base_pair_location", "bp"],
+  pvalue: ["p", "P", "pval", "p_value", "PVAL", "P_BOLT_LMM", "p.value", "P.value", "pvalue"],
+  snp: ["snp", "SNP", "rsid", "variant_id", "ID", "MarkerName", "rs"],
+} as const;
+
+/** More rows than this is not a Manhattan plot any more: the file is refused (memory stays bounded). */
+export const MAX_MANHATTAN_ROWS = 10_000_000;
+/** The thinning cell: one pixel column × this many pixel rows. */
+export const THIN_BAND_PX = 2;
+/** Two SNPs closer than this on one chromosome belong to one locus (one label). */
+export const LOCUS_BP = 500_000;
+/** Alternating chromosome colours (Okabe–Ito blue and a mid grey). */
+export const MANHATTAN_COLORS = [PALETTE[0], "#8c8c8c"] as const;
+const SIGNIFICANCE_COLOR = PALETTE[3];
+const PAD = 14;
+const POINT_R = 1.7;
+const BLOCK = 4096;
+
+/** `chr1` / `Chr1` / `1` → `1`, `chrX` → `X`, `M` / `chrM` / `MT` → `MT`; other contigs as written. */
+export function chromName(raw: string): string {
+  const s = raw.trim().replace(/^chr(?:om(?:osome)?)?[_-]?/i, "");
+  if (s === "") return raw.trim();
+  if (/^(m|mt)$/i.test(s)) return "MT";
+  if (/^[xy]$/i.test(s)) return s.toUpperCase();
+  if (/^\d+$/.test(s)) return String(Number(s));
+  return s;
+}
+
+const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
+const SEX: Record<string, number> = { X: 0, Y: 1, XY: 2, MT: 3 };
+/** Natural chromosome order: numbers ascending, then X, Y, XY, MT, then other contigs (natural sort). */
+export function compareChrom(a: string, b: string): number {
+  const rank = (c: string): [number, number] => /^\d+$/.test(c) ? [0, Number(c)] : c in SEX ? [1, SEX[c]!] : [2, 0];
+  const [ra, va] = rank(a), [rb, vb] = rank(b);
+  return ra - rb || va - vb || collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/**
+ * `numberOf` with a fast path for the plain decimals that fill summary statistics (a million
+ * rows: the regex of `parseNumber` would cost seconds); anything unusual goes to `numberOf`.
+ */
+export function fastNumber(cell: string | undefined): number | undefined {
+  if (cell === undefined || cell.length === 0) return undefined;
+  const c = cell.charCodeAt(0);
+  if ((c >= 48 && c <= 57) || c === 45 || c === 46) {
+    const second = cell.length > 1 ? cell.charCodeAt(1) | 32 : 0;
+    if (!(c === 48 && (second === 120 || second === 98 || second === 111))) { // 0x, 0b, 0o are not decimals
+      const v = Number(cell);
+      if (Number.isFinite(v)) return v;
+    }
+  }
+  return numberOf(cell);
+}
+
+class Grow {
+  chr = new Uint16Array(1 << 14);
+  pos = new Float64Array(1 << 14);
+  p = new Float64Array(1 << 14);
+  n = 0;
+  push(c: number, pos: number, p: number) {
+    if (this.n === this.chr.length) {
+      const cap = this.n * 2;
+      const c2 = new Uint16Array(cap); c2.set(this.chr); this.chr = c2;
+      const p2 = new Float64Array(cap); p2.set(this.pos); this.pos = p2;
+      const q2 = new Float64Array(cap); q2.set(this.p); this.p = q2;
+    }
+    this.chr[this.n] = c; this.pos[this.n] = pos; this.p[this.n] = p; this.n++;
+  }
+}
+
+export function manhattanChart(header: readonly string[], opts: ManhattanOpts, frame: Frame): TableSink {
+  const chrCol = findColumn(header, opts.chr_col, MANHATTAN_COLUMNS.chr, "chr_col", "chromosome");
+  const posCol = findColumn(header, opts.pos_col, MANHATTAN_COLUMNS.pos, "pos_col", "position");
+  const pCol = findColumn(header, opts.pvalue_col, MANHATTAN_COLUMNS.pvalue, "pvalue_col", "p-value");
+  const snpCol = opts.snp_col !== undefined ? findColumn(header, opts.snp_col, [], "snp_col", "SNP") : optionalColumn(header, MANHATTAN_COLUMNS.snp);
+  const names = { chr: header[chrCol]!, pos: header[posCol]!, p: header[pCol]!, snp: snpCol !== undefined ? header[snpCol]! : undefined };
+
+  const data = new Grow();
+  const chromIndex = new Map<string, number>();
+  const chromNames: string[] = [];
+  const rawToIndex = new Map<string, number>();
+  // SNP ids in blocks of BLOCK joined by "\n": flat strings, no per-row objects kept.
+  const idBlocks: string[] = [];
+  let idBuf: string[] = [];
+  let rows = 0, badChr = 0, badPos = 0, badP = 0, skipped = 0;
+
+  return {
+    row(cells) {
+      if (++rows > MAX_MANHATTAN_ROWS) throw new ChartError(`the file has more than ${MAX_MANHATTAN_ROWS.toLocaleString("en-US")} rows, too many for a Manhattan plot (at most ${MAX_MANHATTAN_ROWS.toLocaleString("en-US")}); filter it first, e.g. keep SNPs with p < 0.01, or split it by chromosome`);
+      const rawChr = cells[chrCol] ?? "";
+      const pos = fastNumber(cells[posCol]);
+      let p = fastNumber(cells[pCol]);
+      if (p !== undefined && (p < 0 || p > 1)) p = undefined;
+      let ci = rawToIndex.get(rawChr);
+      const chrOk = ci !== undefined || (rawChr.trim() !== "" && !/^(na|nan|\.)$/i.test(rawChr.trim()));
+      const posOk = pos !== undefined && pos >= 0;
+      if (!chrOk || !posOk || p === undefined) {
+        if (!chrOk) badChr++;
+        if (!posOk) badPos++;
+        if (p === undefined) badP++;
+        skipped++;
+        return;
+      }
+      if (ci === undefined) {
+        const name = chromName(rawChr);
+        ci = chromIndex.get(name);
+        if (ci === undefined) {
+          if (chromNames.length >= 65_535) throw new ChartError(`the file names more than 65,535 chromosomes or contigs (column "${names.chr}"); a Manhattan plot needs far fewer: keep the assembled chromosomes`);
+          ci = chromNames.length;
+          chromNames.push(name);
+          chromIndex.set(name, ci);
+        }
+        if (rawToIndex.size < 100_000) rawToIndex.set(rawChr, ci);
+      }
+      data.push(ci, pos, p);
+      if (snpCol !== undefined) {
+        let id = cells[snpCol] ?? "";
+        if (id.includes("\n") || id.includes("\r")) id = id.replace(/[\n\r]/g, " ");
+        idBuf.push(id);
+        if (idBuf.length === BLOCK) { idBlocks.push(idBuf.join("\n")); idBuf = []; }
+      }
+    },
+    finish(): Chart {
+      if (data.n === 0) throw new ChartError(`no row has a chromosome, a numeric position and a p-value between 0 and 1 (${rows} data rows read; ${badChr} without a chromosome in "${names.chr}", ${badPos} without a numeric "${names.pos}", ${badP} without a numeric "${names.p}")`);
+      if (idBuf.length) { idBlocks.push(idBuf.join("\n")); idBuf = []; }
+      return draw();
+    },
+  };
+
+  function draw(): Chart {
+    const n = data.n, C = data.chr, POS = data.pos, P = data.p;
+    const k = chromNames.length;
+    // Chromosome extents and order.
+    const lo = new Float64Array(k).fill(Infinity), hi = new Float64Array(k).fill(-Infinity);
+    let minPos = Infinity, zeros = 0;
+    for (let i = 0; i < n; i++) {
+      const c = C[i]!, x = POS[i]!, v = P[i]!;
+      if (x < lo[c]!) lo[c] = x;
+      if (x > hi[c]!) hi[c] = x;
+      if (v === 0) zeros++; else if (v < minPos) minPos = v;
+    }
+    const floor = Number.isFinite(minPos) ? minPos : 1e-300;
+    const order = chromNames.map((_, i) => i).sort((a, b) => compareChrom(chromNames[a]!, chromNames[b]!));
+    let spanSum = 0;
+    for (let c = 0; c < k; c++) spanSum += hi[c]! - lo[c]!;
+    if (spanSum === 0) spanSum = k;
+    const widths = new Float64Array(k);
+    let widthSum = 0;
+    for (let c = 0; c < k; c++) { widths[c] = Math.max(hi[c]! - lo[c]!, spanSum * 0.002); widthSum += widths[c]!; }
+    const gap = widthSum * Math.min(0.006, 0.2 / k);
+    const start = new Float64Array(k), parity = new Uint8Array(k);
+    let acc = 0;
+    order.forEach((c, j) => { start[c] = acc - lo[c]!; parity[c] = j % 2; acc += widths[c]! + gap; });
+    const total = acc - gap;
+
+    // Scales and frame.
+    const sigY = -Math.log10(opts.significance_line);
+    const sugY = opts.suggestive_line === false ? undefined : -Math.log10(opts.suggestive_line);
+    let ymax = Math.max(sigY, sugY ?? 0);
+    for (let i = 0; i < n; i++) { const v = P[i]!; const y = -Math.log10(v === 0 ? floor : v); if (y > ymax) ymax = y; }
+    const W = frame.width, H = frame.height;
+    const title = fitText(frame.title ?? `Manhattan plot — ${frame.source}`, SIZE.title, W - 2 * PAD, true);
+    const top = PAD + SIZE.title + 16;
+    const bottom = H - PAD - (7 + SIZE.tick + 10 + SIZE.axis + 2);
+    const ys = scaleLinear().domain([0, ymax * 1.05]).range([bottom, top]).nice();
+    const yTicks = ys.ticks(6).filter((v) => Number.isInteger(v));
+    const left = PAD + leftAxisWidth(yTicks.map((v) => fmt(v)));
+    const right = W - PAD - 4;
+    if (right - left < 200 || bottom - top < 80) throw new ChartError(`the picture is too small for a Manhattan plot (${W}×${H} px); make it wider or taller`);
+    const xs = scaleLinear().domain([0, total]).range([left + 3, right - 3]);
+
+    // Thinning: every point with p below keepP is drawn; the others keep the smallest p per cell.
+    const keepP = opts.suggestive_line === false ? opts.significance_line : Math.max(opts.suggestive_line, opts.significance_line);
+    const cols = Math.ceil(right - left) + 2, bands = Math.ceil((bottom - top) / THIN_BAND_PX) + 2;
+    const cell = new Int32Array(cols * bands).fill(-1);
+    const kx = (xs(total) - xs(0)) / total, x0 = xs(0), ky = (ys(0) - ys(1)); // px per genome unit, px per −log10 unit
+    const drawnIdx: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const v = P[i]!;
+      if (v < keepP) { drawnIdx.push(i); continue; }
+      const col = Math.max(0, Math.min(cols - 1, Math.floor(x0 + (start[C[i]!]! + POS[i]!) * kx - left)));
+      const band = Math.max(0, Math.min(bands - 1, Math.floor((-Math.log10(v === 0 ? floor : v)) * ky / THIN_BAND_PX)));
+      const key = col * bands + band, cur = cell[key]!;
+      if (cur < 0 || v < P[cur]!) cell[key] = i;
+    }
+    for (let j = 0; j < cell.length; j++) if (cell[j]! >= 0) drawnIdx.push(cell[j]!);
+    const m = drawnIdx.length;
+    const gx = new Float64Array(m);
+    const idxArr = Uint32Array.from(drawnIdx);
+    for (let j = 0; j < m; j++) { const i = idxArr[j]!; gx[j] = start[C[i]!]! + POS[i]!; }
+    const perm = Array.from({ length: m }, (_, j) => j).sort((a, b) => gx[a]! - gx[b]! || idxArr[a]! - idxArr[b]!);
+    const drawn = Uint32Array.from(perm, (j) => idxArr[j]!);
+
+    // SNP ids of the points drawn, read block by block (row order).
+    const ids = new Map<number, string>();
+    if (snpCol !== undefined) {
+      const byRow = Uint32Array.from(drawn).sort();
+      let b = -1, lines: string[] = [];
+      for (const i of byRow) {
+        const bi = Math.floor(i / BLOCK);
+        if (bi !== b) { b = bi; lines = idBlocks[bi]!.split("\n"); }
+        ids.set(i, lines[i - bi * BLOCK] ?? "");
+      }
+    }
+    const label = (i: number) => { const s = ids.get(i)?.trim(); return s ? s : `${chromNames[C[i]!]}:${POS[i]}`; };
+
+    const parts: string[] = [];
+    parts.push(text(W / 2, PAD + SIZE.title / 2, title, { size: SIZE.title, weight: "bold", anchor: "middle", baseline: "middle" }));
+
+    // x ticks at chromosome centres; a label that would touch its left neighbour is left out.
+    const centres: number[] = [], tickLabels: string[] = [];
+    let lastRight = -Infinity;
+    for (const c of order) {
+      const mid = start[c]! + lo[c]! + widths[c]! / 2;
+      centres.push(mid);
+      const w = textWidth(chromNames[c]!, SIZE.tick), px = xs(mid);
+      if (px - w / 2 > lastRight + 3) { tickLabels.push(chromNames[c]!); lastRight = px + w / 2; } else tickLabels.push("");
+    }
+    const xAxis = axis(xs, "bottom", bottom, "Chromosome", { tickValues: centres, tickLabels });
+    parts.push(xAxis.svg.replace(/<line x1="[^"]+" y1="[^"]+" x2="[^"]+" y2="[^"]+" stroke="#333" stroke-width="1"\/>/, `<line x1="${r2(left)}" y1="${r2(bottom)}" x2="${r2(right)}" y2="${r2(bottom)}" stroke="#333" stroke-width="1"/>`));
+    parts.push(axis(ys, "left", left, "−log₁₀ p", { tickValues: yTicks }).svg);
+
+    // Points, one path per colour: zero-length segments with round caps are dots.
+    const paths: [string[], string[]] = [[], []];
+    const r1 = (v: number) => Math.round(v * 10) / 10;
+    for (let j = 0; j < m; j++) {
+      const i = drawn[j]!, v = P[i]!;
+      paths[parity[C[i]!]! as 0 | 1].push(`M${r1(xs(gx[perm[j]!]!))} ${r1(ys(-Math.log10(v === 0 ? floor : v)))}h0`);
+    }
+    for (const q of [0, 1] as const) if (paths[q].length) parts.push(`<path class="points-${q}" d="${paths[q].join("")}" stroke="${MANHATTAN_COLORS[q]}" stroke-width="${2 * POINT_R}" stroke-linecap="round" fill="none"/>`);
+
+    // Threshold lines and their labels (right end, above the line).
+    const obstacles: Box[] = [];
+    const lineLabel = (yv: number, s: string, color: string) => {
+      const y = ys(yv), w = textWidth(s, SIZE.label);
+      obstacles.push({ x: right - 4 - w, y: y - 4 - SIZE.label * 1.15, w, h: SIZE.label * 1.15 });
+      return `<text x="${r2(right - 4)}" y="${r2(y - 4)}" font-size="${SIZE.label}" text-anchor="end" fill="${color}" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">${s}</text>`;
+    };
+    if (sugY !== undefined) {
+      parts.push(`<line x1="${r2(left)}" y1="${r2(ys(sugY))}" x2="${r2(right)}" y2="${r2(ys(sugY))}" stroke="#666" stroke-width="1" stroke-dasharray="5 4"/>`);
+      parts.push(lineLabel(sugY, `suggestive, p = ${fmt(opts.suggestive_line as number)}`, "#444"));
+    }
+    parts.push(`<line x1="${r2(left)}" y1="${r2(ys(sigY))}" x2="${r2(right)}" y2="${r2(ys(sigY))}" stroke="${SIGNIFICANCE_COLOR}" stroke-width="1.2"/>`);
+    parts.push(lineLabel(sigY, `genome-wide, p = ${fmt(opts.significance_line)}`, SIGNIFICANCE_COLOR));
+
+    // Loci: the best SNP per chromosome within LOCUS_BP, genome-wide significant only.
+    const sig: number[] = [];
+    for (let j = 0; j < m; j++) { const i = drawn[j]!; if (P[i]! < opts.significance_line) sig.push(i); }
+    sig.sort((a, b) => P[a]! - P[b]! || a - b);
+    const leads: number[] = [];
+    for (const i of sig) if (!leads.some((l) => C[l] === C[i] && Math.abs(POS[l]! - POS[i]!) < LOCUS_BP)) leads.push(i);
+    const wanted = leads.slice(0, opts.top_labels);
+    const xOf = (i: number) => xs(start[C[i]!]! + POS[i]!), yOf = (i: number) => ys(-Math.log10(P[i]! === 0 ? floor : P[i]!));
+    const { placed, dropped } = placeLabels(wanted.map((i) => ({ x: xOf(i), y: yOf(i), text: label(i) })), { x: left + 2, y: top - 8, w: right - left - 2, h: bottom - top + 6 }, obstacles, 2.5);
+    parts.push(`<g class="labels">${drawLabels(placed)}</g>`);
+
+    const svg = svgDocument(W, H, parts.join(""), title);
+    const comments = [
+      `manhattan plot of ${frame.source}`,
+      `columns used: chromosome "${names.chr}", position "${names.pos}", p-value "${names.p}", SNP ${names.snp !== undefined ? `"${names.snp}"` : "(none found: SNPs are named chr:pos)"}`,
+      `chromosomes in plot order: ${order.map((c) => chromNames[c]).join(", ")} (names normalised: a chr prefix dropped, M written MT)`,
+      `lines: genome-wide significance p = ${opts.significance_line} (solid)${opts.suggestive_line === false ? "; no suggestive line" : `; suggestive p = ${opts.suggestive_line} (dashed)`}`,
+      `points: ${n} SNPs read, ${m} drawn, ${n - m} thinned away; thinning rule: a SNP with p >= ${keepP} is drawn only if it has the smallest p among the SNPs falling in the same plot cell (1 px column x ${THIN_BAND_PX} px row band); no SNP with p < ${keepP} is thinned`,
+      `skipped ${skipped} of ${rows} rows: ${badChr} with no chromosome, ${badPos} with a missing or non-numeric position, ${badP} with a missing or non-numeric p-value (NA, empty, text or outside 0..1)`,
+    ];
+    if (zeros > 0) comments.push(`${zeros} SNPs have p = 0 (below floating-point range); they are drawn at the smallest positive p in the file, ${Number.isFinite(minPos) ? minPos : "1e-300 (none is positive)"}`);
+    comments.push(`genome-wide significant: ${sig.length} SNPs in ${leads.length} loci (best SNP per chromosome within ${LOCUS_BP / 1000} kb); labelled ${placed.length}${leads.length > wanted.length ? ` (top_labels = ${opts.top_labels})` : ""}${dropped ? `; ${dropped} could not be placed without overlap` : ""}`);
+
+    const rowsOut: Array<Array<string | number>> = new Array(m);
+    for (let j = 0; j < m; j++) {
+      const i = drawn[j]!, v = P[i]!;
+      rowsOut[j] = [label(i), chromNames[C[i]!]!, POS[i]!, v, +(-Math.log10(v === 0 ? floor : v) + 0).toPrecision(8)];
+    }
+    return { svg, width: W, height: H, data: { header: ["snp", "chr", "pos", "p", "neg_log10_p"], rows: rowsOut, comments } };
+  }
+}
