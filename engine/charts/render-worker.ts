@@ -41,13 +41,27 @@ export type RenderResult =
 
 const isGz = (p: string) => /\.(gz|bgz)$/i.test(p);
 
+/**
+ * The rows a table chart reads before it gives up, so a render's memory stays bounded however
+ * large the file (the worker's heap is capped too; this makes the failure a sentence instead
+ * of an out-of-memory). Gene tables have tens of thousands of rows; a Manhattan plot keeps its
+ * own, larger cap (manhattan.ts).
+ */
+export const TABLE_MAX_ROWS: Readonly<Partial<Record<PlotType, { rows: number; what: string }>>> = {
+  volcano_plot: { rows: 2_000_000, what: "a volcano plot draws one point per gene (a DESeq2, edgeR or limma table has tens of thousands of rows)" },
+  pathway_map: { rows: 2_000_000, what: "a pathway map reads one row per gene" },
+  heatmap: { rows: 1_000_000, what: "a heatmap reads a genes × samples matrix" },
+  pca_plot: { rows: 1_000_000, what: "a PCA reads a genes × samples count matrix" },
+};
+
 /** The lines of a delimited file, streamed: leading `#` lines skipped, the first record is the header. */
-async function streamTable(path: string, makeSink: (header: readonly string[]) => TableSink): Promise<Chart> {
+async function streamTable(path: string, makeSink: (header: readonly string[]) => TableSink, cap?: { rows: number; what: string }): Promise<Chart> {
   const raw = createReadStream(path, { highWaterMark: 1 << 20 });
   const input = isGz(path) ? raw.pipe(createGunzip()) : raw;
   let parser: DelimitedParser | undefined;
   let sink: TableSink | undefined;
   let pending = "";
+  let rows = 0;
   const take = (records: string[][]) => {
     for (const rec of records) {
       if (!sink) {
@@ -57,6 +71,7 @@ async function streamTable(path: string, makeSink: (header: readonly string[]) =
         continue;
       }
       if (rec.length === 1 && rec[0] === "") continue;
+      if (cap && ++rows > cap.rows) throw new ChartError(`the file has more than ${cap.rows.toLocaleString("en-US")} data rows; ${cap.what}. Filter the file first`);
       sink.row(rec);
     }
   };
@@ -99,7 +114,7 @@ async function chartOf(t: RenderTask): Promise<Chart> {
   switch (t.type) {
     case "volcano_plot": {
       const { volcanoChart } = await import("../../core/charts/volcano.js");
-      return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame));
+      return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame), TABLE_MAX_ROWS.volcano_plot);
     }
     case "manhattan_plot": {
       const { manhattanChart } = await import("../../core/charts/manhattan.js");
@@ -107,7 +122,7 @@ async function chartOf(t: RenderTask): Promise<Chart> {
     }
     case "heatmap": {
       const { heatmapChart } = await import("../../core/charts/heatmap.js");
-      return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame));
+      return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame), TABLE_MAX_ROWS.heatmap);
     }
     case "pca_plot": {
       const { pcaChart } = await import("../../core/charts/pca.js");
@@ -116,12 +131,12 @@ async function chartOf(t: RenderTask): Promise<Chart> {
         const p = parseTable(await readSmall(t.inputs.sheet, SAMPLE_SHEET_MAX_BYTES, "the sample sheet"));
         sheet = { header: p.header, rows: p.rows };
       }
-      return streamTable(t.inputs.primary, (h) => pcaChart(h, o as PcaOpts, t.frame, sheet));
+      return streamTable(t.inputs.primary, (h) => pcaChart(h, o as PcaOpts, t.frame, sheet), TABLE_MAX_ROWS.pca_plot);
     }
     case "pathway_map": {
       const [{ pathwayChart }, { loadPathways }] = await Promise.all([import("../../core/charts/pathway.js"), import("./pathways.js")]);
       const collection = await loadPathways();
-      return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection));
+      return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection), TABLE_MAX_ROWS.pathway_map);
     }
     case "structure_3d": {
       const [{ structureChart }, { parseStructure }] = await Promise.all([import("../../core/charts/structure.js"), import("../../core/charts/structure-parse.js")]);

@@ -218,6 +218,19 @@ t.test("what the app answers is what the document says", async (t) => {
   await expect(call("POST", "/v1/visualizations/viewer-url", { workspace_id: "ws1", file_path: "data/t.csv" }), 200, "viewer link");
   await expect(call("POST", "/v1/visualizations/viewer-url", { workspace_id: "ws1", file_path: "data/ok.txt", expires_in: 0 }), 400, "viewer link, bad expires_in");
   await expect(call("POST", "/v1/visualizations/viewer-url", { workspace_id: "ws1", file_path: "data/none.csv" }), 404, "viewer link, no such file");
+  await a.store.put("orgs/acme/workspaces/ws1/data/de.csv", "gene_name,log2FoldChange,padj\nA,2.5,0.001\nB,-3,0.0001\nC,0.1,0.8\n");
+  const rendered = await expect(call("POST", "/v1/visualizations/render", { type: "volcano_plot", workspace_id: "ws1", file_path: "data/de.csv", output_format: "svg" }), 202, "render");
+  await expect(call("POST", "/v1/visualizations/render", { type: "pie", workspace_id: "ws1", file_path: "data/de.csv" }), 400, "render, unknown type");
+  await expect(call("POST", "/v1/visualizations/render", { type: "volcano_plot", workspace_id: "ws1", file_path: "data/none.csv" }), 404, "render, no such file");
+  const jobId = (rendered.json() as { data: { job_id: string } }).data.job_id;
+  for (let end = Date.now() + 60_000; Date.now() < end;) {
+    const r = await call("GET", `/v1/visualizations/${jobId}?workspace_id=ws1`);
+    if (["completed", "failed"].includes((r.json() as { data: { status: string } }).data.status)) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  await expect(call("GET", `/v1/visualizations/${jobId}?workspace_id=ws1`), 200, "render job");
+  await expect(call("GET", "/v1/visualizations/render-01jz0000000000000000000000?workspace_id=ws1"), 404, "unknown render job");
+  await expect(call("GET", "/v1/visualizations?workspace_id=ws1"), 200, "render jobs");
 
   // Conversations.
   const now = new Date().toISOString();
