@@ -31,14 +31,16 @@ ENV NODE_ENV=production \
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true \
     OPERON_MODE=cluster
 WORKDIR /app
-# samtools, bcftools and tabix index and convert files for viewer links (api-server only).
-RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends samtools bcftools tabix \
+# samtools, bcftools and tabix index and convert files for viewer links and coverage charts;
+# DejaVu is the one font charts are measured and drawn with, in SVG and PNG (api-server only).
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends samtools bcftools tabix fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /src/dist dist
 COPY package.json ./
 COPY pipelines pipelines
 COPY web web
+COPY data data
 COPY crds crds
 RUN chmod 0755 dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/operon \
  && groupadd --system --gid 10001 operon && useradd --system --uid 10001 --gid operon --no-create-home operon

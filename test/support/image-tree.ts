@@ -22,6 +22,7 @@ export const REPRODUCED_COPIES: ReadonlyArray<readonly [string, string, string]>
   ["", "package.json", "./"],
   ["", "pipelines", "pipelines"],
   ["", "web", "web"],
+  ["", "data", "data"],
   ["", "crds", "crds"],
 ];
 
@@ -86,6 +87,7 @@ export async function buildImageTree(dir: string): Promise<ImageTree> {
   cpSync(join(repo, "package.json"), join(app, "package.json"));
   cpSync(join(repo, "pipelines"), join(app, "pipelines"), { recursive: true });
   cpSync(join(repo, "web"), join(app, "web"), { recursive: true });
+  cpSync(join(repo, "data"), join(app, "data"), { recursive: true });
   cpSync(join(repo, "crds"), join(app, "crds"), { recursive: true });
   const main = join(app, "dist/cli/main.js");
   chmodSync(main, 0o755);
