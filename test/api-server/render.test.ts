@@ -172,9 +172,9 @@ t.test("listing: newest first, with a cursor", async (t) => {
   const seen: string[] = [];
   let cursor: string | null = null;
   do {
-    const page: { statusCode: number; body: string; json: () => any } = await a.app.inject({ method: "GET", url: `/v1/visualizations?workspace_id=ws1&limit=2${cursor ? `&cursor=${cursor}` : ""}`, headers: h });
+    const page: { statusCode: number; body: string; json: () => unknown } = await a.app.inject({ method: "GET", url: `/v1/visualizations?workspace_id=ws1&limit=2${cursor ? `&cursor=${cursor}` : ""}`, headers: h });
     t.equal(page.statusCode, 200, page.body);
-    const b: { data: { job_id: string }[]; has_more: boolean; next_cursor: string | null } = page.json();
+    const b: { data: { job_id: string }[]; has_more: boolean; next_cursor: string | null } = page.json() as { data: { job_id: string }[]; has_more: boolean; next_cursor: string | null };
     seen.push(...b.data.map((j: { job_id: string }) => j.job_id));
     t.equal(b.has_more, b.next_cursor !== null);
     cursor = b.next_cursor;
