@@ -97,11 +97,17 @@ const plddtBand = (v: number) => PLDDT_BANDS.find((b) => v > b.min)!.label.repla
 
 /** Highlighted residues: magenta, apart from the rainbow, the pLDDT bands and the chain palette. */
 export const HIGHLIGHT = "#E6007E";
-/** Chain colours: the Okabe–Ito palette without black and yellow (too dark / too pale as ribbons). */
-const CHAIN_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999933", "#882255"];
+/**
+ * Chain colours: the Okabe–Ito palette without black and yellow (too dark / too pale as
+ * ribbons), with Tol's olive and wine; sky blue last, as it is the one easily confused (with
+ * the first, blue, once depth-cued) — only a structure of eight chains or more uses it.
+ */
+export const CHAIN_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#999933", "#882255", "#56B4E9"] as const;
 /** Element colours for hetero atoms (Jmol/CPK family). */
 const ELEMENT_COLORS: Record<string, string> = { N: "#3050F8", O: "#FF0D0D", S: "#E8C22A", P: "#FF8000", Se: "#FFA100", F: "#90E050", Cl: "#1FF01F", Br: "#A62929", I: "#940094", Fe: "#E06633", Zn: "#7D80B0", Mg: "#8AFF00", Ca: "#3DFF00", Mn: "#9C7AC7", Cu: "#C88033", Na: "#AB5CF2", K: "#8F40D4", H: "#E0E0E0" };
 const LIGAND_CARBON = "#8C8C8C";
+/** Elements without a colour of their own (tan: apart from the chain palette and the highlight). */
+const OTHER_ELEMENT = "#C8A070";
 /** Rainbow for N→C: turbo without its darkest ends. */
 const rainbow = (t: number) => interpolateTurbo(0.08 + 0.84 * Math.max(0, Math.min(1, t)));
 
@@ -369,7 +375,8 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
 
   // Colours.
   const chains = [...new Set(residues.map((r) => r.chain))];
-  const singleChain = chains.length === 1;
+  /** One polymer chain (ligands aside): coloured as a rainbow N→C instead of one flat colour. */
+  const singleChain = new Set(residues.filter((r) => r.trace !== undefined).map((r) => r.chain)).size === 1;
   const traceRes = residues.filter((r) => r.trace !== undefined);
   const chainIndex = new Map<string, Residue[]>();
   for (const r of traceRes) (chainIndex.get(r.chain) ?? chainIndex.set(r.chain, []).get(r.chain)!).push(r);
@@ -407,9 +414,23 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
     const a = atoms[i]!;
     if (opts.color_by === "bfactor") return bMap(bT(a.b));
     if (opts.color_by === "plddt") return plddtColor(a.b);
-    if (a.element !== "C") return ELEMENT_COLORS[a.element] ?? "#FF1493";
+    if (a.element !== "C") return ELEMENT_COLORS[a.element] ?? OTHER_ELEMENT;
     return carbon ?? residueColor(residues[residueOf[i]!]!);
   };
+
+  // What the legend explains: polymer chains, ligand carbons and the element colours used.
+  const polymerChains = [...chainIndex.keys()];
+  const ligandAtoms = residues.filter((r) => r.trace === undefined).flatMap((r) => r.atoms);
+  const ligandsDrawn = ligandAtoms.length > 0;
+  const elementAtoms: number[] = [];
+  if (style !== "surface") {
+    if (opts.color_by === "chain") elementAtoms.push(...(style === "stick" ? atoms.map((_, i) => i) : ligandAtoms));
+    elementAtoms.push(...highlights.flatMap((h) => h.residues.flatMap((r) => r.atoms)));
+  }
+  const ELEMENT_ORDER = Object.keys(ELEMENT_COLORS);
+  const legendElements = [...new Set(elementAtoms.map((i) => atoms[i]!.element).filter((e) => e !== "C" && e !== "H" && e !== "D"))]
+    .map((e) => (e in ELEMENT_COLORS ? e : "other")).filter((e, i, all) => all.indexOf(e) === i)
+    .sort((a, b) => (ELEMENT_ORDER.indexOf(a) + 1 || 99) - (ELEMENT_ORDER.indexOf(b) + 1 || 99));
 
   // Layout: title, subtitle, plot area, legend strip.
   const titleText = frame.title ?? `${s.id ? s.id.toUpperCase() : frame.source} — ${style === "surface" ? "van der Waals surface" : style === "stick" ? "sticks" : "cartoon"}`;
@@ -442,14 +463,19 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
   const ox = plot.x + plot.w / 2 - ((xMin + xMax) / 2) * scale, oy = plot.y + plot.h / 2 + ((yMin + yMax) / 2) * scale;
   const SX = (x: number) => ox + x * scale, SY = (y: number) => oy - y * scale;
   const zSpan = Math.max(zMax - zMin, 1e-6);
-  const fogOf = (z: number) => 0.55 * ((zMax - z) / zSpan) ** 1.1;
+  // Depth cue: far parts fade toward white — less when colour encodes a value, so that a
+  // faded colour is not read as another band or value.
+  const fogMax = opts.color_by === "chain" ? 0.55 : 0.3;
+  const fogOf = (z: number) => fogMax * ((zMax - z) / zSpan) ** 1.1;
   const depthT = (z: number) => (zMax - z) / zSpan;
 
   const prims: Prim[] = [];
   const overlay: Prim[] = [];
+  // Sphere shading: a ball of ball-and-stick gets a strong highlight and dark rim; a surface
+  // sphere a softer one, so that the packed spheres read as one surface rather than marbles.
   const gradients = new Map<string, string>();
-  const gradientFor = (c: RGB): string => {
-    const key = rgbHex(c);
+  const gradientFor = (c: RGB, soft = false): string => {
+    const key = `${soft ? "s" : "b"}${rgbHex(c)}`;
     let id = gradients.get(key);
     if (!id) { id = `g${gradients.size}`; gradients.set(key, id); }
     return id;
@@ -505,6 +531,8 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
   const comments: string[] = [];
   let slice = 0.35;
   let visible: Set<number> | undefined;
+  /** Surface: highlighted residues that barely show; drawn dashed on top and labelled "(hidden)". */
+  const hiddenHighlights = new Set<Residue>();
 
   if (style === "cartoon") {
     const residuesN = traceRes.length;
@@ -523,13 +551,14 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
     slice = 0;
     visible = surface();
     comments.push(`van der Waals surface: every atom a sphere of its van der Waals radius (Bondi); ${visible.size} of ${n} atoms visible and drawn`);
+    if (hiddenHighlights.size) comments.push(`${hiddenHighlights.size} highlighted residue(s) hidden behind the surface from this view: drawn dashed on top and labelled "(hidden)"`);
   }
 
   // Highlighted residues on top: ball-and-stick, carbons in the highlight colour.
   const hlAtoms = highlights.flatMap((h) => h.residues.flatMap((r) => r.atoms));
   if (hlAtoms.length && style !== "surface") {
     const unique = [...new Set(hlAtoms)];
-    stickPrims(unique, style === "stick" ? 0.34 : 0.24, (i) => (atoms[i]!.element === "C" ? HIGHLIGHT : ELEMENT_COLORS[atoms[i]!.element] ?? HIGHLIGHT), overlay, style === "stick" ? 0 : 0.34);
+    stickPrims(unique, style === "stick" ? 0.34 : 0.24, (i) => (atoms[i]!.element === "C" ? HIGHLIGHT : ELEMENT_COLORS[atoms[i]!.element] ?? OTHER_ELEMENT), overlay, style === "stick" ? 0 : 0.34);
     // a CA-only residue still gets a visible ball
     for (const h of highlights) for (const r of h.residues) if (r.atoms.length === 1) {
       const p = pos(r.atoms[0]!);
@@ -542,30 +571,45 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
   // Labels for highlighted residues.
   const anchor = (r: Residue): V => (r.trace !== undefined ? pos(r.trace) : r.atoms.map(pos).reduce((s2, p) => add(s2, p), [0, 0, 0] as V).map((v) => v / r.atoms.length) as V);
   // A label starts from the residue's outermost atom (seen from the molecule's centre), so it
-  // sits beside the highlighted residue rather than on it.
+  // sits beside the highlighted residue rather than on it; on a surface, from an atom that shows.
   const labelAnchor = (r: Residue): V => {
+    const shown = visible ? r.atoms.filter((i) => visible!.has(i)) : r.atoms;
     let best = anchor(r), bestD = -1;
-    for (const i of r.atoms) { const p = pos(i); const d = p[0] * p[0] + p[1] * p[1]; if (d > bestD) { bestD = d; best = p; } }
+    for (const i of shown.length ? shown : r.atoms) { const p = pos(i); const d = p[0] * p[0] + p[1] * p[1]; if (d > bestD) { bestD = d; best = p; } }
     return best;
   };
-  const labelReqs = highlights.flatMap((h) => h.residues).map((r) => {
-    const p = labelAnchor(r);
-    const buried = visible && !r.atoms.some((i) => visible!.has(i));
-    return { x: SX(p[0]), y: SY(p[1]), text: `${r.resName} ${resLabel(r)}${buried ? " (buried)" : ""}` };
+  // One label per highlight: a single residue by name and number ("ASP A25"), a range by its
+  // ends ("A30–35", at its middle residue).
+  const labelReqs = highlights.map((h) => {
+    const rs = h.residues;
+    const mid = rs[Math.floor((rs.length - 1) / 2)]!;
+    const p = labelAnchor(mid);
+    const hidden = rs.every((r) => hiddenHighlights.has(r));
+    const name = rs.length === 1 ? `${mid.resName} ${resLabel(mid)}` : `${resLabel(rs[0]!)}–${rs[rs.length - 1]!.resSeq}${rs[rs.length - 1]!.iCode}`;
+    return { x: SX(p[0]), y: SY(p[1]), text: `${name}${hidden ? " (hidden)" : ""}` };
   });
-  const { placed, dropped } = placeLabels(labelReqs, { x: 4, y: headerH, w: W - 8, h: H - headerH - legendH - 4 }, [legend.box], 4);
+  // Labels keep off the highlighted atoms themselves, the legend and the scale bar.
+  const hlBoxes: Box[] = [];
+  for (const h of highlights) for (const r of h.residues) for (const i of r.atoms) {
+    if (visible && !visible.has(i)) continue;
+    const rad = visible ? Math.min(8, (VDW[atoms[i]!.element] ?? 1.7) * scale * 0.6) : Math.max(3, 0.3 * scale);
+    hlBoxes.push({ x: SX(view[3 * i]!) - rad, y: SY(view[3 * i + 1]!) - rad, w: 2 * rad, h: 2 * rad });
+  }
+  const barA = [1, 2, 5, 10, 20, 50, 100].find((v) => v * scale >= 40) ?? 100;
+  const barY = plot.y + plot.h + 4;
+  const barBox: Box = { x: plot.x - 2, y: barY - 3, w: barA * scale + 4, h: 4 + SIZE.label + 8 };
+  const { placed, dropped } = placeLabels(labelReqs, { x: 4, y: headerH, w: W - 8, h: H - headerH - legendH - 4 }, [legend.box, barBox, ...hlBoxes], 4);
   const labelsSvg = drawLabels(placed);
   if (dropped) comments.push(`${dropped} highlighted residue label(s) found no free place and were left out (all are listed below)`);
 
   // Scale bar: orthographic, so one length holds everywhere.
-  const barA = [1, 2, 5, 10, 20, 50, 100].find((v) => v * scale >= 40) ?? 100;
-  const barY = plot.y + plot.h + 4;
   const scalebar = `<g class="scalebar"><line x1="${r2(plot.x)}" y1="${r2(barY)}" x2="${r2(plot.x + barA * scale)}" y2="${r2(barY)}" stroke="#333" stroke-width="2"/>`
     + text(plot.x + (barA * scale) / 2, barY + 4, `${barA} Å`, { anchor: "middle", baseline: "hanging", size: SIZE.label }) + "</g>";
 
   const defs = gradients.size
-    ? `<defs>${[...gradients].map(([c, id]) => {
-      const rgb = hexToRgb(c);
+    ? `<defs>${[...gradients].map(([key, id]) => {
+      const c = key.slice(1), rgb = hexToRgb(c);
+      if (key[0] === "s") return `<radialGradient id="${id}" cx="0.5" cy="0.5" r="0.5" fx="0.38" fy="0.32"><stop offset="0" stop-color="${rgbHex(mix(rgb, WHITE, 0.35))}"/><stop offset="0.6" stop-color="${c}"/><stop offset="1" stop-color="${rgbHex(mix(rgb, [0, 0, 0], 0.3))}"/></radialGradient>`;
       return `<radialGradient id="${id}" cx="0.5" cy="0.5" r="0.5" fx="0.36" fy="0.3"><stop offset="0" stop-color="${rgbHex(mix(rgb, WHITE, 0.7))}"/><stop offset="0.5" stop-color="${c}"/><stop offset="1" stop-color="${rgbHex(mix(rgb, [0, 0, 0], 0.45))}"/></radialGradient>`;
     }).join("")}</defs>`
     : "";
@@ -582,7 +626,7 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
     const v = residueValue(r);
     const ss = r.kind === "protein" ? r.ss : r.kind === "nucleic" ? "nucleotide" : "ligand";
     const col = residueColor(r);
-    const value: string | number = opts.color_by === "chain" ? (singleChain && r.kind !== "ligand" ? "rainbow N→C" : `chain ${r.chain || "(blank)"}`) : +v.toFixed(2);
+    const value: string | number = opts.color_by === "chain" ? (r.kind === "ligand" ? "ligand" : singleChain ? "rainbow N→C" : `chain ${r.chain || "(blank)"}`) : +v.toFixed(2);
     return [r.chain, r.iCode ? `${r.resSeq}${r.iCode}` : r.resSeq, r.resName, ss, value, ...(opts.color_by === "plddt" ? [plddtBand(v)] : []), rgbHex(hexToRgb(col)), r.highlighted ? "yes" : "no", r2(SX(p[0])), r2(SY(p[1]))];
   });
   comments.unshift(
@@ -764,7 +808,13 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
       }
     }
     const vis = new Set<number>();
-    for (const o of owner) if (o >= 0) vis.add(o);
+    const pixels = new Map<number, number>();
+    for (const o of owner) if (o >= 0) { vis.add(o); pixels.set(o, (pixels.get(o) ?? 0) + step * step); }
+    // A highlighted residue counts as seen when at least a quarter of a carbon's disc of it shows.
+    const minShown = 0.25 * Math.PI * (1.7 * scale) ** 2;
+    for (const h of highlights) for (const r of h.residues) {
+      if (r.atoms.reduce((sum, i) => sum + (pixels.get(i) ?? 0), 0) < minShown) hiddenHighlights.add(r);
+    }
     const levels = 24;
     for (const i of vis) {
       const p = pos(i);
@@ -773,11 +823,11 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
       let base = hexToRgb(hl ? HIGHLIGHT : atomColorSurface(i));
       const fog = Math.round(fogOf(p[2]) * levels) / levels; // quantised so gradients are shared
       base = mix(base, WHITE, fog);
-      prims.push({ z: p[2], layers: [[], [{ kind: "circle", attrs: "", d: `<circle cx="${r2(SX(p[0]))}" cy="${r2(SY(p[1]))}" r="${r2(rA * scale)}" fill="url(#${gradientFor(base.map((v) => Math.round(v / 4) * 4) as RGB)})"/>` }], []] });
+      prims.push({ z: p[2], layers: [[], [{ kind: "circle", attrs: "", d: `<circle cx="${r2(SX(p[0]))}" cy="${r2(SY(p[1]))}" r="${r2(rA * scale)}" fill="url(#${gradientFor(base.map((v) => Math.round(v / 4) * 4) as RGB, true)})"/>` }], []] });
     }
-    // Highlighted residues hidden inside the surface: drawn on top, dashed and translucent.
+    // Highlighted residues hidden by the surface in front: drawn on top, dashed and translucent.
     for (const h of highlights) for (const r of h.residues) {
-      if (r.atoms.some((i) => vis.has(i))) continue;
+      if (!hiddenHighlights.has(r)) continue;
       for (const i of r.atoms) {
         const p = pos(i);
         overlay.push({ z: p[2], layers: [[], [{ kind: "circle", attrs: "", d: `<circle cx="${r2(SX(p[0]))}" cy="${r2(SY(p[1]))}" r="${r2((VDW[atoms[i]!.element] ?? 1.7) * scale * 0.8)}" fill="${HIGHLIGHT}" fill-opacity="0.45" stroke="${HIGHLIGHT}" stroke-width="1.2" stroke-dasharray="3 2"/>` }], []] });
@@ -816,19 +866,22 @@ export function structureChart(s: Structure, opts: StructureOpts, frame: Frame):
         draw: (x, y0) => `<g>${Array.from({ length: 30 }, (_, i) => `<rect x="${r2(x + (i * w) / 30)}" y="${r2(y0 + 8)}" width="${r2(w / 30 + 0.4)}" height="10" fill="${rainbow(i / 29)}"/>`).join("")}<rect x="${r2(x)}" y="${r2(y0 + 8)}" width="${w}" height="10" fill="none" stroke="#333" stroke-width="0.4"/></g>` + text(x + w + 8, y0 + 13, label, { size: SIZE.legend, baseline: "middle" }),
       });
     } else {
-      // as many chains as fit in two rows; the palette repeats after eight
+      // polymer chains (a chain of only hetero groups is drawn in the ligand colour), as many
+      // as fit in two rows; the palette repeats after eight
       const avail = 2 * (W - 32) - 260;
       let used = 0, shown = 0;
-      for (const c of chains) {
+      for (const c of polymerChains) {
         const it = sw(CHAIN_COLORS[chainPos.get(c)! % CHAIN_COLORS.length]!, `Chain ${c || "(blank)"}`);
         if (used + it.w > avail) break;
         items.push(it); used += it.w; shown++;
       }
-      if (shown < chains.length) {
-        const more = `+${chains.length - shown} more chains (colours repeat every ${CHAIN_COLORS.length})`;
+      if (shown < polymerChains.length) {
+        const more = `+${polymerChains.length - shown} more chains (colours repeat every ${CHAIN_COLORS.length})`;
         items.push({ w: textWidth(more, SIZE.legend) + 18, draw: (x, y0) => text(x, y0 + 13, more, { size: SIZE.legend, baseline: "middle", fill: "#555" }) });
       }
     }
+    if (opts.color_by === "chain" && ligandsDrawn) items.push(sw(LIGAND_CARBON, style === "surface" ? "Ligand" : "Ligand carbon"));
+    for (const e of legendElements) items.push(sw(ELEMENT_COLORS[e] ?? OTHER_ELEMENT, e in ELEMENT_COLORS ? e : "Other element"));
     if (opts.highlight_residues.length) items.push(sw(HIGHLIGHT, "Highlighted residue"));
     // pack into centred rows
     const maxW = W - 32;

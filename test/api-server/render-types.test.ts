@@ -41,8 +41,8 @@ for (const [to, from] of [
   ["cov/lambda.bam", "charts/coverage/lambda.bam"],
   ["cov/lambda.bw", "charts/coverage/lambda.bw"],
   ["cov/lambda.gtf", "charts/coverage/lambda.gtf"],
-  ["pdb/1a1p.pdb", "viewers/1a1p.pdb"],
-  ["pdb/1a1p.cif", "viewers/1a1p.cif"],
+  ["pdb/1hpv.pdb", "charts/structure/1hpv.pdb"],
+  ["pdb/1hpv.cif", "charts/structure/1hpv.cif"],
   ["pdb/AF-Q9GZY4-F1-model_v1.pdb", "charts/structure/AF-Q9GZY4-F1-model_v1.CA.pdb"],
   ["de/apoptosis.csv", "charts/pathway/apoptosis-de.csv"],
 ] as const) await put(to, readFileSync(join(FIX, from)));
@@ -188,13 +188,15 @@ t.test("coverage_track: the BAM the bwa-align pipeline made, a bigWig with a gen
   t.match(gap.error, /no reads in NC_001416\.1:30,300-31,700/, "which says so");
 });
 
-t.test("structure_3d: a PDB and the mmCIF of the same entry; an AlphaFold model", async (t) => {
-  const pdb = await both(t, "structure-1a1p-pdb", "structure_3d", "pdb/1a1p.pdb", { style: "stick", highlight_residues: ["A:5"] }, DEFAULT_SIZE.structure_3d);
-  const cif = await both(t, "structure-1a1p-cif", "structure_3d", "pdb/1a1p.cif", { style: "stick", highlight_residues: ["A:5"] }, DEFAULT_SIZE.structure_3d);
-  const residues = new Set(readFileSync(join(FIX, "viewers/1a1p.pdb"), "utf8").split("\n").filter((l) => /^(ATOM|HETATM)/.test(l) && l.slice(17, 20).trim() !== "HOH").map((l) => `${l[21]}:${l.slice(22, 26).trim()}`));
-  t.equal(pdb.rows.length, residues.size, "one TSV row per residue of the PDB file");
+t.test("structure_3d: a PDB and the mmCIF of the same entry (HIV-1 protease), three styles; an AlphaFold model", async (t) => {
+  const pdb = await both(t, "structure-1hpv-pdb-stick", "structure_3d", "pdb/1hpv.pdb", { style: "stick", highlight_residues: ["A:25", "B:25"] }, DEFAULT_SIZE.structure_3d);
+  const cif = await both(t, "structure-1hpv-cif-stick", "structure_3d", "pdb/1hpv.cif", { style: "stick", highlight_residues: ["A:25", "B:25"] }, DEFAULT_SIZE.structure_3d);
+  const residues = new Set(readFileSync(join(FIX, "charts/structure/1hpv.pdb"), "utf8").split("\n").filter((l) => /^(ATOM|HETATM)/.test(l) && l.slice(17, 20).trim() !== "HOH").map((l) => `${l[21]}:${l.slice(22, 26).trim()}`));
+  t.equal(pdb.rows.length, residues.size, "one TSV row per residue of the PDB file (waters left out)");
   t.same(cif.rows.map((r) => r.slice(0, 3)), pdb.rows.map((r) => r.slice(0, 3)), "the mmCIF draws the same residues");
-  t.equal(col(pdb, "highlighted").filter((x) => x === "yes").length, 1, "the highlighted residue is marked");
+  t.same(pdb.rows.filter((r) => r[pdb.header.indexOf("highlighted")] !== "no").map((r) => `${r[0]}:${r[1]}`), ["A:25", "B:25"], "the highlighted residues are marked");
+  await both(t, "structure-1hpv-cartoon", "structure_3d", "pdb/1hpv.pdb", {}, DEFAULT_SIZE.structure_3d);
+  await both(t, "structure-1hpv-surface", "structure_3d", "pdb/1hpv.cif", { style: "surface", color_by: "bfactor" }, DEFAULT_SIZE.structure_3d);
   for (const style of ["cartoon", "surface"]) await both(t, `structure-alphafold-${style}`, "structure_3d", "pdb/AF-Q9GZY4-F1-model_v1.pdb", { style, color_by: "plddt" }, DEFAULT_SIZE.structure_3d);
 });
 
