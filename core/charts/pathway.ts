@@ -83,6 +83,10 @@ function detectOrganism(values: readonly string[], ids: { human: IdMap; mouse: I
     if (inM && !looksHumanSymbol(v.trim())) m++;
   }
   if (ensH + ensM > 0 && ensH + ensM >= values.length / 2) return ensM > ensH ? { organism: "mouse", why: `${ensM} ENSMUSG identifiers` } : { organism: "human", why: `${ensH} ENSG identifiers` };
+  // RIKEN clone (1500015O10Rik) and Gm12345 gene names exist only in mouse, in any case
+  const mouseNames = values.filter((v) => /^([0-9A-Z]{4,}RIK|GM\d{2,})$/i.test(v.trim())).length;
+  const humanOnly = values.filter((v) => geneKeyOf(ids.human, v) !== undefined && geneKeyOf(ids.mouse, v) === undefined).length;
+  if (mouseNames >= 2 && mouseNames > humanOnly) return { organism: "mouse", why: `${mouseNames} RIKEN/Gm mouse gene names such as ${values.find((v) => /RIK$|^GM\d/i.test(v.trim()))!.trim()}` };
   if (m > h) return { organism: "mouse", why: `${m} identifiers match mouse pathway genes (${h} human)` };
   if (h > 0) return { organism: "human", why: `${h} identifiers match human pathway genes (${m} mouse)` };
   const mouseCase = values.filter((v) => looksMouseSymbol(v.trim())).length;
@@ -92,7 +96,10 @@ function detectOrganism(values: readonly string[], ids: { human: IdMap; mouse: I
 // ---- drawing helpers --------------------------------------------------------------------
 
 const NEUTRAL = "#f6e3a1";
-const MISSING = "#ffffff";
+/** Gene boxes whose gene is not in the file: light grey, so that they never pass for a fold change near 0 (white on RdBu). */
+const MISSING = "#e4e4e4";
+const MISSING_STROKE = "#8c8c8c";
+const MISSING_TEXT = "#4d4d4d";
 const rgbOf = (c: string): [number, number, number] => {
   const m = /rgb\((\d+),\s*(\d+),\s*(\d+)\)/.exec(c);
   if (m) return [+m[1]!, +m[2]!, +m[3]!];
@@ -100,6 +107,13 @@ const rgbOf = (c: string): [number, number, number] => {
   if (h) { const v = parseInt(h[1]!, 16); return [v >> 16, (v >> 8) & 255, v & 255]; }
   return [255, 255, 255];
 };
+/** A GPML text colour darkened until it reads on white (luminance ≤ 110 of 255), hue kept. */
+function readable(hex: string): string {
+  let [r, g, b] = rgbOf(hex);
+  const lum = () => 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  for (let i = 0; i < 20 && lum() > 110; i++) { r *= 0.85; g *= 0.85; b *= 0.85; }
+  return `#${[r, g, b].map((v) => Math.round(v).toString(16).padStart(2, "0")).join("")}`;
+}
 const darkFill = (c: string) => { const [r, g, b] = rgbOf(c); return 0.2126 * r + 0.7152 * g + 0.0722 * b < 120; };
 
 /** Largest size ≤ `max` (down to `min`) at which `s` fits `width`; truncated with … if it never does. */
@@ -182,6 +196,12 @@ export function pathwayChart(header: readonly string[], opts: PathwayOpts, frame
         if (!prev || (r.p !== undefined && (prev.p === undefined || r.p < prev.p))) byKey.set(key, { raw, fc: r.fc, p: r.p });
       }
 
+      if (byKey.size === 0) {
+        const examples = [...new Set(firstIds)].slice(0, 3).join(", ");
+        throw new ChartError(`none of the file's ${rows.length} gene identifiers (column ${geneCols.map((i) => JSON.stringify(header[i] ?? "")).join(" or ")}, e.g. ${examples}) is a gene on the shipped ${organism} pathways (${shipped.map((p) => `${p.id} ${p.title}`).join(", ")}); genes are matched by symbol, Entrez id or Ensembl id`
+          + (det.why === "given" || /ENS/.test(det.why) ? "" : `; the organism ${organism} was detected from the identifiers (${det.why}): set organism if that is wrong`));
+      }
+
       // enrichment
       const manyGenes = pCol !== undefined && rows.length >= 200;
       const universe = manyGenes ? new Set(byKey.keys()) : collectionUniverse(collection, organism);
@@ -239,7 +259,7 @@ export function pathwayChart(header: readonly string[], opts: PathwayOpts, frame
         const hasNeutral = matchedNodes.some((n) => !colorFc || byKey.get(n.genes[0]!)?.fc === undefined);
         const items: Array<{ kind: "box" | "bar"; label: string; fill?: string; stroke?: string; sw?: number; tc?: string; w: number }> = [];
         const boxItem = (label: string, fill: string, stroke = "#333", sw = 0.8, tc = "#222") => items.push({ kind: "box", label, fill, stroke, sw, tc, w: 26 + 6 + textWidth(label, SIZE.legend) });
-        boxItem("not in the file", MISSING);
+        boxItem("not in the file", MISSING, MISSING_STROKE, 0.8, "#222");
         if (hasNeutral) boxItem(colorFc ? "in the file, no fold change" : "in the file", NEUTRAL);
         if (highlightKeys.size) boxItem("highlighted", "#ffffff", "#000", 2.6);
         if (hasMetab) boxItem("metabolite", "#eef4fb", "#5b8ac7", 0.8, "#1f4e8c");
@@ -315,7 +335,7 @@ export function pathwayChart(header: readonly string[], opts: PathwayOpts, frame
             const fits = lines.map((l) => fitText(l, Math.max(w * 1.3, 30), size0, 6, !!n.bold));
             const size = Math.min(...fits.map((f) => f.size));
             const lh = size * 1.15;
-            fits.forEach((f, i) => labelSvg.push(text(cx, cy + (i - (fits.length - 1) / 2) * lh, f.text, { size, anchor: "middle", baseline: "middle", weight: n.bold ? "bold" : "normal", fill: n.color ? `#${n.color}` : "#333" })));
+            fits.forEach((f, i) => labelSvg.push(text(cx, cy + (i - (fits.length - 1) / 2) * lh, f.text, { size, anchor: "middle", baseline: "middle", weight: n.bold ? "bold" : "normal", fill: n.color ? readable(n.color) : "#333" })));
             continue;
           }
           if (n.type === "Metabolite") {
@@ -336,9 +356,9 @@ export function pathwayChart(header: readonly string[], opts: PathwayOpts, frame
           const fill = !g ? MISSING : colorFc && g.fc !== undefined ? fcColor(g.fc) : NEUTRAL;
           const hl = key !== undefined && highlightKeys.has(key);
           const tip = g ? `${n.label}: ${g.raw}${g.fc !== undefined ? `, log2FC ${fmt(g.fc)}` : ""}${g.p !== undefined ? `, p ${fmt(g.p)}` : ""}` : n.label;
-          nodeSvg.push(`<g><title>${esc(tip)}</title><rect x="${r2(x)}" y="${r2(y)}" width="${r2(w)}" height="${r2(h)}" rx="${r2(Math.min(2.5, h / 5))}" fill="${fill}" stroke="${hl ? "#000" : "#333"}" stroke-width="${hl ? 2.6 : 0.8}"/>`);
+          nodeSvg.push(`<g><title>${esc(tip)}</title><rect x="${r2(x)}" y="${r2(y)}" width="${r2(w)}" height="${r2(h)}" rx="${r2(Math.min(2.5, h / 5))}" fill="${fill}" stroke="${hl ? "#000" : g ? "#333" : MISSING_STROKE}" stroke-width="${hl ? 2.6 : 0.8}"/>`);
           const f = fitText(n.label, w - 3, maxFont, 6, hl);
-          if (f.text) nodeSvg.push(text(cx, cy, f.text, { size: f.size, anchor: "middle", baseline: "middle", fill: darkFill(fill) ? "#ffffff" : "#111", weight: hl ? "bold" : "normal" }));
+          if (f.text) nodeSvg.push(text(cx, cy, f.text, { size: f.size, anchor: "middle", baseline: "middle", fill: darkFill(fill) ? "#ffffff" : g || hl ? "#111" : MISSING_TEXT, weight: hl ? "bold" : "normal" }));
           nodeSvg.push(`</g>`);
           if (key) rowsOut.push([n.label, n.type, n.xref ? `${n.xref.db}:${n.xref.id}` : "", g?.raw ?? "", g?.fc ?? "", g?.p ?? "", hl ? "yes" : "no", r2(cx), r2(cy)]);
         }

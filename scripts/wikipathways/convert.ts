@@ -17,11 +17,18 @@ import { buildIdMap, type IdMap, type Organism, type Pathway, type PathwayEdge, 
 export const SOURCE = "https://github.com/wikipathways/wikipathways-database (pathways/WPnnn/WPnnn.gpml)";
 export const LICENCE = "CC0 1.0 (WikiPathways content is in the public domain: https://www.wikipathways.org/about.html)";
 
-/** The shipped subset: id, organism, and the wikipathways-database commit its GPML was read at. */
-export const MANIFEST: ReadonlyArray<{ id: string; organism: Organism; commit: string }> = [
-  { id: "WP254", organism: "human", commit: "09fa1d34e0f610af072b4254de66643048f17b5b" },
+/**
+ * The shipped subset: id, organism, the wikipathways-database commit its GPML was read at, and
+ * the GraphIds of elements left out (the diagram's own colour legend — "Activator / Inhibitor
+ * of cell death" with red/blue sample lines — which would be wrong in a map that does not keep
+ * interaction colours).
+ */
+export const MANIFEST: ReadonlyArray<{ id: string; organism: Organism; commit: string; omit?: readonly string[] }> = [
+  { id: "WP254", organism: "human", commit: "09fa1d34e0f610af072b4254de66643048f17b5b", omit: ["f9109", "b9e", "bee", "b48e2", "idccbc6e3a", "bd2e0"] },
   { id: "WP197", organism: "human", commit: "0cea7fcbf4d95634b8dc740445483d7d156974a4" },
   { id: "WP408", organism: "human", commit: "25baea66eedf264287585a92517f14400f9c8157" },
+  { id: "WP1254", organism: "mouse", commit: "2e08733fbee1ca901f1f2b2ebc3edaab3590dae0", omit: ["b9e", "bee", "idccbc6e3a", "bd2e0"] },
+  { id: "WP434", organism: "mouse", commit: "2e08733fbee1ca901f1f2b2ebc3edaab3590dae0" },
 ];
 
 /**
@@ -96,10 +103,12 @@ function elbow(pts: Array<[number, number]>, startVertical: boolean): Array<[num
   return out;
 }
 
-export function convertGpml(xml: string, id: string, organism: Organism, commit?: string): Pathway {
+export function convertGpml(xml: string, id: string, organism: Organism, commit?: string, omit: readonly string[] = []): Pathway {
   const doc = parseXml(xml);
-  const root = doc.children.find((c) => c.name === "Pathway");
-  if (!root) throw new Error(`${id}: no <Pathway> element`);
+  const found = doc.children.find((c) => c.name === "Pathway");
+  if (!found) throw new Error(`${id}: no <Pathway> element`);
+  const skip = new Set(omit);
+  const root: XmlEl = { ...found, children: found.children.filter((c) => !skip.has(c.attrs.GraphId ?? "")) };
   const nodes: PathwayNode[] = [];
   const shapes: PathwayShape[] = [];
   const edges: PathwayEdge[] = [];
@@ -183,7 +192,7 @@ export function convertGpml(xml: string, id: string, organism: Organism, commit?
 }
 
 export function buildCollection(dir: string): { pathways: Pathway[]; ids: { human: IdMap; mouse: IdMap } } {
-  const pathways = MANIFEST.map((m) => convertGpml(readFileSync(join(dir, `${m.id}.gpml`), "utf8"), m.id, m.organism, m.commit));
+  const pathways = MANIFEST.map((m) => convertGpml(readFileSync(join(dir, `${m.id}.gpml`), "utf8"), m.id, m.organism, m.commit, m.omit));
   const ids = {
     human: buildIdMap(pathways.filter((p) => p.organism === "human"), ALIASES),
     mouse: buildIdMap(pathways.filter((p) => p.organism === "mouse"), ALIASES),
