@@ -10,7 +10,7 @@
  * exactly the points drawn.
  */
 import { scaleLinear } from "d3-scale";
-import { axis, ChartError, drawLabels, findColumn, fmt, leftAxisWidth, numberOf, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Box, type Chart, type Frame, type TableSink } from "./common.js";
+import { axis, ChartError, drawLabels, findColumn, fmt, leftAxisWidth, numberOf, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Chart, type Frame, type TableSink } from "./common.js";
 import type { ManhattanOpts } from "./options.js";
 import { fitText, optionalColumn } from "./volcano.js";
 
@@ -183,7 +183,11 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     const ys = scaleLinear().domain([0, ymax * 1.05]).range([bottom, top]).nice();
     const yTicks = ys.ticks(6).filter((v) => Number.isInteger(v));
     const left = PAD + leftAxisWidth(yTicks.map((v) => fmt(v)));
-    const right = W - PAD - 4;
+    // The threshold lines are named in the right margin, off the points.
+    const sigText = ["genome-wide", `p = ${fmt(opts.significance_line)}`];
+    const sugText = opts.suggestive_line === false ? undefined : ["suggestive", `p = ${fmt(opts.suggestive_line)}`];
+    const marginW = Math.max(...[...sigText, ...(sugText ?? [])].map((s) => textWidth(s, SIZE.label))) + 6;
+    const right = W - PAD - marginW;
     if (right - left < 200 || bottom - top < 80) throw new ChartError(`the picture is too small for a Manhattan plot (${W}×${H} px); make it wider or taller`);
     const xs = scaleLinear().domain([0, total]).range([left + 3, right - 3]);
 
@@ -247,19 +251,32 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     }
     for (const q of [0, 1] as const) if (paths[q].length) parts.push(`<path class="points-${q}" d="${paths[q].join("")}" stroke="${MANHATTAN_COLORS[q]}" stroke-width="${2 * POINT_R}" stroke-linecap="round" fill="none"/>`);
 
-    // Threshold lines and their labels (right end, above the line).
-    const obstacles: Box[] = [];
-    const lineLabel = (yv: number, s: string, color: string) => {
-      const y = ys(yv), w = textWidth(s, SIZE.label);
-      obstacles.push({ x: right - 4 - w, y: y - 4 - SIZE.label * 1.15, w, h: SIZE.label * 1.15 });
-      return `<text x="${r2(right - 4)}" y="${r2(y - 4)}" font-size="${SIZE.label}" text-anchor="end" fill="${color}" stroke="#fff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">${s}</text>`;
-    };
+    // Threshold lines, and their names in the right margin: the name above the line's end and
+    // its p below; when the two lines are too close for that, one line of text each ("p = …",
+    // the colour and the TSV say which is which), pushed apart so they never touch.
+    const lineH = SIZE.label * 1.15;
+    const marks: Array<{ y: number; lines: string[]; color: string }> = [];
     if (sugY !== undefined) {
       parts.push(`<line x1="${r2(left)}" y1="${r2(ys(sugY))}" x2="${r2(right)}" y2="${r2(ys(sugY))}" stroke="#666" stroke-width="1" stroke-dasharray="5 4"/>`);
-      parts.push(lineLabel(sugY, `suggestive, p = ${fmt(opts.suggestive_line as number)}`, "#444"));
+      marks.push({ y: ys(sugY), lines: sugText!, color: "#444" });
     }
     parts.push(`<line x1="${r2(left)}" y1="${r2(ys(sigY))}" x2="${r2(right)}" y2="${r2(ys(sigY))}" stroke="${SIGNIFICANCE_COLOR}" stroke-width="1.2"/>`);
-    parts.push(lineLabel(sigY, `genome-wide, p = ${fmt(opts.significance_line)}`, SIGNIFICANCE_COLOR));
+    marks.push({ y: ys(sigY), lines: sigText, color: SIGNIFICANCE_COLOR });
+    marks.sort((a, b) => a.y - b.y);
+    const twoLines = marks.length < 2 || marks[1]!.y - marks[0]!.y >= 2 * (lineH + 3) + 2;
+    const lx = right + 5;
+    if (twoLines) {
+      for (const m of marks) {
+        parts.push(text(lx, m.y - 3 - lineH / 2, m.lines[0]!, { size: SIZE.label, fill: m.color, baseline: "middle" }));
+        parts.push(text(lx, m.y + 3 + lineH / 2, m.lines[1]!, { size: SIZE.label, fill: m.color, baseline: "middle" }));
+      }
+    } else {
+      const [a, b] = marks as [typeof marks[0], typeof marks[0]];
+      const gap = lineH + 2, mid = (a.y + b.y) / 2;
+      const ya = Math.min(a.y, mid - gap / 2), yb = Math.max(b.y, mid + gap / 2);
+      parts.push(text(lx, ya, a.lines[1]!, { size: SIZE.label, fill: a.color, baseline: "middle" }));
+      parts.push(text(lx, yb, b.lines[1]!, { size: SIZE.label, fill: b.color, baseline: "middle" }));
+    }
 
     // Loci: the best SNP per chromosome within LOCUS_BP, genome-wide significant only.
     const sig: number[] = [];
@@ -269,7 +286,7 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     for (const i of sig) if (!leads.some((l) => C[l] === C[i] && Math.abs(POS[l]! - POS[i]!) < LOCUS_BP)) leads.push(i);
     const wanted = leads.slice(0, opts.top_labels);
     const xOf = (i: number) => xs(start[C[i]!]! + POS[i]!), yOf = (i: number) => ys(-Math.log10(P[i]! === 0 ? floor : P[i]!));
-    const { placed, dropped } = placeLabels(wanted.map((i) => ({ x: xOf(i), y: yOf(i), text: label(i) })), { x: left + 2, y: top - 8, w: right - left - 2, h: bottom - top + 6 }, obstacles, 2.5);
+    const { placed, dropped } = placeLabels(wanted.map((i) => ({ x: xOf(i), y: yOf(i), text: label(i) })), { x: left + 2, y: top - 8, w: right - left - 2, h: bottom - top + 6 }, [], 2.5);
     parts.push(`<g class="labels">${drawLabels(placed)}</g>`);
 
     const svg = svgDocument(W, H, parts.join(""), title);

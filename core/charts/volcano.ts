@@ -7,7 +7,7 @@
  * overlap; a legend with the counts. The TSV holds one row per point drawn.
  */
 import { scaleLinear } from "d3-scale";
-import { axis, ChartError, drawLabels, findColumn, fmt, GREY, leftAxisWidth, legend, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Chart, type Frame, type TableSink } from "./common.js";
+import { axis, ChartError, drawLabels, findColumn, fmt, GREY, leftAxisWidth, legend, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Box, type Chart, type Frame, type TableSink } from "./common.js";
 import type { VolcanoOpts } from "./options.js";
 import { fastNumber } from "./manhattan.js";
 
@@ -163,7 +163,17 @@ export function volcanoChart(header: readonly string[], opts: VolcanoOpts, frame
     for (let i = 0; i < n; i++) if (cat[i] !== "ns") changed.push(i);
     changed.sort((a, b) => P[a]! - P[b]! || Math.abs(F[b]!) - Math.abs(F[a]!) || a - b);
     const wanted = changed.slice(0, opts.top_labels);
-    const { placed, dropped } = placeLabels(wanted.map((i) => ({ x: xs(F[i]!), y: ys(y[i]!), text: genes[i]! })), { x: left + 1, y: top - 6, w: right - left - 1, h: bottom - top + 5 }, [], 3);
+    // A label must not hide another coloured point: those near a labelled point are obstacles
+    // (only near ones, so a table with many changed genes stays fast).
+    const near: Box[] = [];
+    const reach = { x: 60 + Math.max(0, ...wanted.map((i) => textWidth(genes[i]!, SIZE.label))), y: 60 + SIZE.label * 1.15 };
+    const wantedSet = new Set(wanted);
+    for (const i of changed) {
+      if (wantedSet.has(i)) continue;
+      const px = xs(F[i]!), py = ys(y[i]!);
+      if (wanted.some((j) => Math.abs(xs(F[j]!) - px) < reach.x && Math.abs(ys(y[j]!) - py) < reach.y)) near.push({ x: px - 2.6, y: py - 2.6, w: 5.2, h: 5.2 });
+    }
+    const { placed, dropped } = placeLabels(wanted.map((i) => ({ x: xs(F[i]!), y: ys(y[i]!), text: genes[i]! })), { x: left + 1, y: top - 6, w: right - left - 1, h: bottom - top + 5 }, near, 3);
     parts.push(`<g class="labels">${drawLabels(placed)}</g>`);
 
     const lg = legend(items, legendX, top);

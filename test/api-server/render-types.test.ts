@@ -20,7 +20,7 @@ import { DEFAULT_SIZE, type PlotType } from "../../core/charts/options.js";
 const FIX = join(import.meta.dirname, "..", "fixtures");
 const ART = join(import.meta.dirname, "..", "..", ".tap", "charts");
 mkdirSync(ART, { recursive: true });
-const DESEQ2 = "charts/deseq2/nfcore-SRP254919.salmon.merged.deseq2.results.head.tsv";
+const DESEQ2 = "charts/deseq2/nfcore-L1_L10.deseq2.results.head.tsv";
 
 const a = await testApp({ engine: { orgConcurrency: 4 } });
 t.teardown(() => a.close());
