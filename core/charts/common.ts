@@ -168,7 +168,7 @@ export function placeLabels(reqs: readonly LabelRequest[], bounds: Box, obstacle
         const left = anchor === "start" ? ax : anchor === "end" ? ax - w : ax - w / 2;
         const box = { x: left, y: top, w, h };
         if (!inside(box) || taken.some((t) => overlaps(box, t, 1)) || points.some((p) => overlaps(box, p))) continue;
-        const leader = dist > 14 ? { x1: r.x, y1: r.y, x2: Math.max(left, Math.min(left + w, r.x)), y2: Math.max(top, Math.min(top + h, r.y)) } : undefined;
+        const leader = dist >= 14 ? { x1: r.x, y1: r.y, x2: Math.max(left, Math.min(left + w, r.x)), y2: Math.max(top, Math.min(top + h, r.y)) } : undefined;
         done = { text: r.text, x: ax, y: top + h / 2, anchor, box, ...(leader ? { leader } : {}) };
         break;
       }
