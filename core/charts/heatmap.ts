@@ -14,7 +14,7 @@ import {
   type Chart, type Frame, type TableSink,
 } from "./common.js";
 import type { HeatmapOpts } from "./options.js";
-import { CountMatrixReader, log2Cpm, mostVariable, skippedComment, type CountMatrix } from "./pca.js";
+import { CountMatrixReader, log2Cpm, mostVariable, skippedComment, titleBlock, type CountMatrix } from "./pca.js";
 
 // ---------------------------------------------------------------------------------------------
 // Clustering
@@ -95,6 +95,26 @@ export function averageLinkage(dist: Float64Array, n: number): Dendrogram {
 export function euclideanDistances(m: readonly Float64Array[], len: number): Float64Array {
   const n = m.length;
   const D = new Float64Array(n * n);
+  // One contiguous copy: the inner loop runs n²/2 × len times.
+  const flat = new Float64Array(n * len);
+  let complete = true;
+  for (let i = 0; i < n; i++) {
+    const a = m[i]!;
+    for (let k = 0; k < len; k++) { const x = a[k]!; flat[i * len + k] = x; if (x !== x) complete = false; }
+  }
+  if (complete) {
+    for (let i = 0; i < n; i++) {
+      const oi = i * len;
+      for (let j = i + 1; j < n; j++) {
+        const oj = j * len;
+        let s = 0;
+        for (let k = 0; k < len; k++) { const d = flat[oi + k]! - flat[oj + k]!; s += d * d; }
+        const d = Math.sqrt(s);
+        D[i * n + j] = d; D[j * n + i] = d;
+      }
+    }
+    return D;
+  }
   let max = 0;
   const gaps: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -131,6 +151,8 @@ const CB_TITLE = "z-score (log2 CPM+1)";
 const NA_FILL = "#d4d4d4";
 /** Colours saturate at ±this z-score (a few outlying cells would otherwise wash the rest out). */
 const Z_CAP = 3;
+/** Colour levels of the cells. */
+const LEVELS = 256;
 /** The smallest font a label is drawn with; rows or columns too thin for it go unlabelled. */
 const MIN_FONT = 6;
 
@@ -141,8 +163,8 @@ function renderHeatmap(m: CountMatrix, opts: HeatmapOpts, frame: Frame): Chart {
   if (ns < 2) throw new ChartError(`a heatmap of z-scores needs at least 2 samples with counts; this matrix has ${ns}${lc.empty.length ? ` (and ${lc.empty.length} whose counts sum to 0: ${lc.empty.join(", ")})` : ""}`);
   const top = mostVariable(lc.rows, opts.top_n);
   if (top.variable < 2) throw new ChartError(`a heatmap needs at least 2 genes whose expression varies between samples; this matrix has ${top.variable} of ${m.values.length}`);
-  // The chosen genes in the file's order: the order drawn when rows are not clustered.
-  const genes = top.index.slice().sort((a, b) => a - b);
+  // The chosen genes, most variable first: the order drawn when rows are not clustered.
+  const genes = top.index;
   const ng = genes.length;
 
   // z-scores per gene over the samples it has values for (sample sd, n − 1).
@@ -175,15 +197,18 @@ function renderHeatmap(m: CountMatrix, opts: HeatmapOpts, frame: Frame): Chart {
   for (const r of z) for (const x of r) if (x === x && Math.abs(x) > zmax) zmax = Math.abs(x);
   const lim = Math.max(1, Math.min(Z_CAP, Math.ceil(zmax * 2) / 2));
   const cmap = colormap(opts.colormap);
-  const colour = (v: number) => (v === v ? cmap((Math.max(-lim, Math.min(lim, v)) + lim) / (2 * lim)) : NA_FILL);
+  // Colours in LEVELS steps (finer than the eye tells apart), each level's colour taken at its middle; −1 = missing.
+  const lut = Array.from({ length: LEVELS }, (_, k) => cmap((k + 0.5) / LEVELS));
+  const level = (v: number) => (v === v ? Math.min(LEVELS - 1, Math.floor(((Math.max(-lim, Math.min(lim, v)) + lim) / (2 * lim)) * LEVELS)) : -1);
 
   // ---- Layout (every text measured) ----
   const userW = opts.width !== undefined, userH = opts.height !== undefined;
-  const title = frame.title;
+  const title = frame.title ?? `Heatmap \u2014 ${frame.source}`;
+  const subtitle = frame.title === undefined ? `Top ${ng} most variable genes; per-gene z-scores of log2(CPM + 1)` : undefined;
   let W = frame.width;
-  const titleSize = title ? Math.min(SIZE.title, (W - 24) / Math.max(1, textWidth(title, 1, true))) : 0;
   const padL = 12, padR = 12, padB = 10;
-  const titleH = title ? 14 + titleSize + 16 : 14;
+  // Room for the title at its largest: W may still grow or shrink below.
+  const titleH = titleBlock(title, subtitle, Infinity).height + 14;
   const colDendroH = colTree ? 56 : 0;
   const rowDendroW = rowTree ? 72 : 0;
   const cbW = 14;
@@ -196,7 +221,8 @@ function renderHeatmap(m: CountMatrix, opts: HeatmapOpts, frame: Frame): Chart {
 
   // Row height: the user's height decides it; otherwise labelled rows for up to 150 genes, thin rows beyond.
   const notes: string[] = [];
-  const rowHFor = (n: number) => (n <= 60 ? 15 : n <= 150 ? 12 : Math.max(1.5, Math.min(5, 1800 / n)));
+  // Up to 250 genes the rows stay tall enough for 6 px labels (at most 1,800 px of rows); beyond, thin unlabelled rows.
+  const rowHFor = (n: number) => (n <= 60 ? 15 : n <= 150 ? 12 : n <= 250 ? 7.2 : Math.max(1.5, Math.min(5, 1800 / n)));
   // Column width and sample-label font (depend on W only).
   const geneFontFor = (rowH: number) => Math.min(SIZE.tick, rowH * 0.85);
   const labels = rowOrder.map((r) => m.labels[genes[r]!]!);
@@ -246,20 +272,42 @@ function renderHeatmap(m: CountMatrix, opts: HeatmapOpts, frame: Frame): Chart {
 
   // ---- Drawing ----
   const parts: string[] = [];
-  if (title) parts.push(text(W / 2, 14 + titleSize / 2, title, { size: titleSize, anchor: "middle", weight: "bold", baseline: "middle" }));
-  // Cells: each drawn a little over its neighbours so anti-aliasing leaves no seams.
-  const cells: string[] = [];
-  const ow = colW + 0.4, oh = rowH + 0.4;
+  parts.push(titleBlock(title, subtitle, W).svg);
+  // Cells: one path per colour level (runs of equal colour in a row merged), each cell drawn a
+  // little over its neighbours so anti-aliasing leaves no seams. A few paths instead of one
+  // rect per cell keep a 1,000 × 50 heatmap quick to rasterise.
+  const byLevel = new Map<number, string[]>();
+  const ow = 0.4;
+  const hFull = `v${r2(rowH + 0.4)}h`, hLast = `v${r2(rowH)}h`;
+  // Every row spans the same columns: the x and width text of a run from column c to e is made once.
+  const runText = new Map<number, [string, string, string]>();
+  const run = (c: number, e: number): [string, string, string] => {
+    let t = runText.get(c * (ns + 1) + e);
+    if (!t) {
+      const xa = r2(x0 + c * colW), w = r2(x0 + e * colW + (e === ns ? 0 : ow) - xa);
+      runText.set(c * (ns + 1) + e, t = [`M${xa} `, `h${w}`, String(-w)]);
+    }
+    return t;
+  };
+  const lev = new Int16Array(ns);
   for (let r = 0; r < ng; r++) {
     const zr = z[rowOrder[r]!]!;
-    const yy = r2(y0 + r * rowH);
-    const lastRow = r === ng - 1;
-    for (let c = 0; c < ns; c++) {
-      const lastCol = c === ns - 1;
-      cells.push(`<rect x="${r2(x0 + c * colW)}" y="${yy}" width="${r2(lastCol ? colW : ow)}" height="${r2(lastRow ? rowH : oh)}" fill="${colour(zr[colOrder[c]!]!)}"/>`);
+    const yy = String(r2(y0 + r * rowH));
+    const hv = r === ng - 1 ? hLast : hFull;
+    for (let c = 0; c < ns; c++) lev[c] = level(zr[colOrder[c]!]!);
+    for (let c = 0; c < ns;) {
+      const k = lev[c]!;
+      let e = c + 1;
+      while (e < ns && lev[e] === k) e++;
+      const [mx, hw, back] = run(c, e);
+      let list = byLevel.get(k);
+      if (!list) byLevel.set(k, list = []);
+      list.push(mx + yy + hw + hv + back + "z");
+      c = e;
     }
   }
-  parts.push(`<g class="cells">${cells.join("")}</g>`);
+  const cellPaths = [...byLevel.entries()].sort((a, b) => a[0] - b[0]).map(([k, d]) => `<path fill="${k < 0 ? NA_FILL : lut[k]}" d="${d.join("")}"/>`);
+  parts.push(`<g class="cells">${cellPaths.join("")}</g>`);
   parts.push(`<rect x="${r2(x0)}" y="${r2(y0)}" width="${r2(x1 - x0)}" height="${r2(hmH)}" fill="none" stroke="#444" stroke-width="0.6"/>`);
 
   // Dendrograms: leaves at the heatmap's edge, the root farthest out.
@@ -329,7 +377,7 @@ function renderHeatmap(m: CountMatrix, opts: HeatmapOpts, frame: Frame): Chart {
   const comments = [
     `source: ${frame.source}`,
     `rows: the ${ng} most variable genes (variance of log2(CPM + 1) across samples; CPM over each sample's column sum in this file) of ${top.variable} that vary; values: per-gene z-scores of log2(CPM + 1) (mean 0, sample standard deviation 1)`,
-    rowTree ? method("rows", ns) : "rows in the file's order (cluster_rows is off)",
+    rowTree ? method("rows", ns) : "rows by decreasing variance (cluster_rows is off)",
     colTree ? method("columns", ng) : "columns in the file's order (cluster_cols is off)",
     `colours: ${opts.colormap}, centred on 0, saturating at ±${fmt(lim)}${zmax > lim ? ` (the largest |z| is ${fmt(zmax)})` : ""}`,
     `gene labels from column "${m.labelColumn}"`,
@@ -340,7 +388,7 @@ function renderHeatmap(m: CountMatrix, opts: HeatmapOpts, frame: Frame): Chart {
   if (m.annotationColumns.length) comments.push(`annotation columns (not samples): ${m.annotationColumns.join(", ")}`);
   comments.push(...notes);
   return {
-    svg: svgDocument(W, H, parts.join(""), title ?? `Heatmap of ${frame.source}`),
+    svg: svgDocument(W, H, parts.join(""), title),
     width: Math.round(W), height: Math.round(H),
     data: { header: ["gene", ...colOrder.map((c) => samples[c]!)], rows, comments },
   };

@@ -13,7 +13,7 @@ import { PCA } from "ml-pca";
 import { isMissing } from "../delimited.js";
 import {
   ChartError, GREY, PALETTE, SIZE, axis, drawLabels, findColumn, fmt, leftAxisWidth, numberOf, placeLabels, r2, svgDocument, text, textWidth,
-  type Box, type Chart, type Frame, type LabelRequest, type TableSink,
+  type Box, type Chart, type Frame, type LabelRequest, type PlacedLabel, type TableSink,
 } from "./common.js";
 import type { PcaOpts } from "./options.js";
 
@@ -192,6 +192,36 @@ export function mostVariable(rows: readonly Float64Array[], n: number, eligible:
 }
 
 // ---------------------------------------------------------------------------------------------
+// Title (shared with heatmap.ts)
+
+/** `s` at the largest size from `max` down to `min` that fits `width`; cut with an ellipsis if even `min` does not. */
+export function fitLine(s: string, width: number, max: number, min: number, bold = false): { text: string; size: number } {
+  const w1 = textWidth(s, 1, bold);
+  const size = Math.max(min, Math.min(max, w1 > 0 ? width / w1 : max));
+  if (textWidth(s, size, bold) <= width) return { text: s, size };
+  const chars = [...s];
+  while (chars.length > 1 && textWidth(chars.join("") + "\u2026", size, bold) > width) chars.pop();
+  return { text: chars.join("") + "\u2026", size };
+}
+
+/**
+ * The title centred at the top (the user's, or the chart's default naming the file) and, under
+ * a default title, a line saying what is drawn. `height` is where the block ends; the tallest
+ * the block can be does not depend on `W`, so a layout may reserve it before `W` is final.
+ */
+export function titleBlock(title: string, subtitle: string | undefined, W: number): { svg: string; height: number } {
+  const t = fitLine(title, W - 24, SIZE.title, 11, true);
+  const parts = [text(W / 2, 14 + t.size / 2, t.text, { size: r2(t.size), anchor: "middle", weight: "bold", baseline: "middle" })];
+  let h = 14 + t.size;
+  if (subtitle) {
+    const st = fitLine(subtitle, W - 24, SIZE.tick, 8);
+    parts.push(text(W / 2, h + 5 + st.size / 2, st.text, { size: r2(st.size), anchor: "middle", fill: "#444", baseline: "middle" }));
+    h += 5 + st.size;
+  }
+  return { svg: `<g class="title">${parts.join("")}</g>`, height: h };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Groups (color_by)
 
 const SHEET_SAMPLE_COLUMNS = ["sample", "sample_id", "Sample", "sample_name", "SampleID"];
@@ -249,6 +279,46 @@ function marker(shape: Shape, x: number, y: number, r: number, fill: string, str
 }
 
 // ---------------------------------------------------------------------------------------------
+// Labels
+
+type Segment = { x1: number; y1: number; x2: number; y2: number };
+
+/** Whether a segment passes through a box (Liang–Barsky clipping). */
+function segmentHitsBox(s: Segment, b: Box): boolean {
+  let t0 = 0, t1 = 1;
+  const dx = s.x2 - s.x1, dy = s.y2 - s.y1;
+  const edges: Array<[number, number]> = [[-dx, s.x1 - b.x], [dx, b.x + b.w - s.x1], [-dy, s.y1 - b.y], [dy, b.y + b.h - s.y1]];
+  for (const [p, q] of edges) {
+    if (p === 0) { if (q < 0) return false; continue; }
+    const t = q / p;
+    if (p < 0) { if (t > t1) return false; if (t > t0) t0 = t; } else { if (t < t0) return false; if (t < t1) t1 = t; }
+  }
+  return t0 < t1;
+}
+
+/** Whether two segments cross (touching ends do not count). */
+function segmentsCross(a: Segment, b: Segment): boolean {
+  const o = (ax: number, ay: number, bx: number, by: number, cx: number, cy: number) => Math.sign((bx - ax) * (cy - ay) - (by - ay) * (cx - ax));
+  return o(a.x1, a.y1, a.x2, a.y2, b.x1, b.y1) * o(a.x1, a.y1, a.x2, a.y2, b.x2, b.y2) < 0
+    && o(b.x1, b.y1, b.x2, b.y2, a.x1, a.y1) * o(b.x1, b.y1, b.x2, b.y2, a.x2, a.y2) < 0;
+}
+
+/**
+ * The placed labels (most important first) whose leader line crosses no label or leader kept
+ * before them, and whose text no kept leader crosses: in a tight cluster a leader drawn
+ * through other names makes them unreadable, so such a label is left out instead.
+ */
+function untangle(placed: readonly PlacedLabel[]): PlacedLabel[] {
+  const kept: PlacedLabel[] = [];
+  for (const l of placed) {
+    const clash = kept.some((k) => (l.leader && (segmentHitsBox(l.leader, k.box) || (k.leader && segmentsCross(l.leader, k.leader))))
+      || (k.leader && segmentHitsBox(k.leader, l.box)));
+    if (!clash) kept.push(l);
+  }
+  return kept;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The chart
 
 export function pcaChart(header: readonly string[], opts: PcaOpts, frame: Frame, sheet?: { header: string[]; rows: string[][] }): TableSink {
@@ -301,9 +371,10 @@ function renderPca(m: CountMatrix, opts: PcaOpts, frame: Frame, sheet: { header:
   // Layout
   const W = frame.width, H = frame.height;
   const R = 5.5;
-  const title = frame.title;
-  const titleSize = title ? Math.min(SIZE.title, (W - 24) / Math.max(1, textWidth(title, 1, true))) : 0;
-  const top0 = title ? 14 + titleSize + 14 : 16;
+  const title = frame.title ?? `PCA \u2014 ${frame.source}`;
+  const subtitle = frame.title === undefined ? `log2(CPM + 1) of the ${genes.length} most variable genes, centred` : undefined;
+  const head = titleBlock(title, subtitle, W);
+  const top0 = head.height + 14;
   const legendRow = SIZE.legend + 7;
   const legendW = g ? 24 + Math.max(textWidth(g.title, SIZE.legend, true), ...groupNames.map((n) => 20 + textWidth(n, SIZE.legend))) : 0;
   const pct = (c: number) => `${(100 * explained[c - 1]!).toFixed(1)}%`;
@@ -321,7 +392,7 @@ function renderPca(m: CountMatrix, opts: PcaOpts, frame: Frame, sheet: { header:
   const y = scaleLinear().domain(yDom).nice().range([plot.y + plot.h, plot.y]);
 
   const parts: string[] = [];
-  if (title) parts.push(text(W / 2, 14 + titleSize / 2, title, { size: titleSize, anchor: "middle", weight: "bold", baseline: "middle" }));
+  parts.push(head.svg);
   const xa = axis(x, "bottom", plot.y + plot.h, xLabel, { grid: { from: plot.y, to: plot.y + plot.h } });
   const ya = axis(y, "left", plot.x, yLabel, { grid: { from: plot.x, to: plot.x + plot.w } });
   parts.push(xa.svg, ya.svg);
@@ -362,8 +433,9 @@ function renderPca(m: CountMatrix, opts: PcaOpts, frame: Frame, sheet: { header:
     const reqs: LabelRequest[] = samples.map((s, i) => ({ x: x(xs[i]!), y: y(ys[i]!), text: s }))
       .sort((a, b) => Math.hypot(b.x - cx, b.y - cy) - Math.hypot(a.x - cx, a.y - cy));
     const placed = placeLabels(reqs, { x: plot.x + 2, y: plot.y + 2, w: plot.w - 4, h: plot.h - 4 }, [], R);
-    dropped = placed.dropped;
-    parts.push(`<g class="labels">${drawLabels(placed.placed)}</g>`);
+    const kept = untangle(placed.placed);
+    dropped = placed.dropped + placed.placed.length - kept.length;
+    parts.push(`<g class="labels">${drawLabels(kept)}</g>`);
     if (dropped) notes.push(`${dropped} of ${samples.length} sample labels left out for lack of room (every sample is in the TSV)`);
   }
   if (notes.length) parts.push(text(10, H - 8, notes.join("; "), { size: SIZE.label, fill: "#555" }));
@@ -383,7 +455,7 @@ function renderPca(m: CountMatrix, opts: PcaOpts, frame: Frame, sheet: { header:
   if (dropped) comments.push(notes[0]!);
   const data2 = samples.map((s, i) => [s, g ? g.groups[i]! : "", xs[i]!, ys[i]!] as Array<string | number>);
   return {
-    svg: svgDocument(W, H, parts.join(""), title ?? `PCA of ${frame.source}`),
+    svg: svgDocument(W, H, parts.join(""), title),
     width: W, height: H,
     data: { header: ["sample", "group", `PC${ca}`, `PC${cb}`], rows: data2, comments },
   };
