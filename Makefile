@@ -10,7 +10,7 @@ $(error could not provide Node.js 24: see the message above, or install Node.js 
 endif
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: install build lint typecheck test test-deps run bench bench-sandbox bench-viewers clean check-node debian-tools crds chart-docs
+.PHONY: install build lint typecheck test test-deps run bench bench-sandbox bench-viewers bench-charts clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
 # bubblewrap, the sandbox every embedded step runs in, and promtool (package prometheus), which checks both /metrics in the tests. Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -86,6 +86,17 @@ bench-sandbox: build debian-tools
 
 bench-viewers: build debian-tools
 	npx tsx bench/viewers.bench.ts
+
+# Chart rendering (volcano 20,000 genes, Manhattan 1,000,000 SNPs, clustered heatmap 1,000 × 50)
+# against Debian's matplotlib drawing the same points in the same run (bench/RESULTS.md, section
+# "charts"). Installs python3-matplotlib, python3-scipy and python3-pandas when missing.
+CHART_BENCH_PACKAGES := python3-matplotlib python3-scipy python3-pandas fonts-dejavu-core
+bench-charts: install
+	@dpkg -s $(CHART_BENCH_PACKAGES) >/dev/null 2>&1 || { \
+	  echo "installing Debian packages: $(CHART_BENCH_PACKAGES)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(CHART_BENCH_PACKAGES) >/dev/null; }
+	npx tsx bench/charts.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules

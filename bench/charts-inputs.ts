@@ -9,8 +9,13 @@
  *   chromosome in proportion to the GRCh38 lengths, positions sorted), p uniform under the
  *   null with eight association peaks, four of them genome-wide significant (the widest
  *   spans more than one 500 kb locus).
+ * - `counts-1000x50.tsv`: an RNA-seq count matrix of 1,000 genes × 50 samples (gene_id, then
+ *   one integer column per sample, as featureCounts / tximport users write it): three sample
+ *   groups (17, 17 and 16 samples, interleaved in the file so clustering has to reorder them),
+ *   library sizes varying ±30 %, a third of the genes in four modules that move with the
+ *   groups, gamma–Poisson (negative binomial) noise with dispersion 0.1.
  *
- * Usage: tsx bench/charts-inputs.ts <output-folder> [--snps N] [--genes N]
+ * Usage: tsx bench/charts-inputs.ts <output-folder> [--snps N] [--genes N] [--matrix-genes N] [--samples N]
  */
 import { mkdirSync, createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
@@ -126,17 +131,71 @@ export async function writeGwas(path: string, snps = 1_000_000, seed = 7): Promi
   await write(createWriteStream(path), lines());
 }
 
+/** A gamma(shape k ≥ 1, scale 1) variate: Marsaglia–Tsang. */
+function gamma(rand: () => number, k: number): number {
+  const d = k - 1 / 3, c = 1 / Math.sqrt(9 * d);
+  for (;;) {
+    let x: number, v: number;
+    do { x = normal(rand); v = 1 + c * x; } while (v <= 0);
+    v = v * v * v;
+    const u = rand();
+    if (u < 1 - 0.0331 * x ** 4 || Math.log(u) < 0.5 * x * x + d * (1 - v + Math.log(v))) return d * v;
+  }
+}
+
+/** A Poisson variate of mean mu: Knuth's product below 30, a rounded normal above (|error| ≪ the noise). */
+function poisson(rand: () => number, mu: number): number {
+  if (mu < 30) {
+    const l = Math.exp(-mu);
+    let k = 0, p = rand();
+    while (p > l) { k++; p *= rand(); }
+    return k;
+  }
+  return Math.max(0, Math.round(mu + Math.sqrt(mu) * normal(rand)));
+}
+
+export async function writeCounts(path: string, genes = 1_000, samples = 50, seed = 424242): Promise<void> {
+  const rand = prng(seed);
+  const groups = 3, dispersion = 0.1;
+  const group = Array.from({ length: samples }, (_, j) => j % groups); // interleaved: A B C A B C …
+  const names = group.map((g, j) => `${"ABC"[g]}${String(Math.floor(j / groups) + 1).padStart(2, "0")}`);
+  const libSize = Array.from({ length: samples }, () => 0.7 + 0.6 * rand());
+  const modules = 4;
+  // Module effects (log2 fold) per group: each module up in one group and down in another.
+  const effect = Array.from({ length: modules }, (_, m) => Array.from({ length: groups }, (_, g) => (g === m % groups ? 1.6 : g === (m + 1) % groups ? -1.2 : 0) * (0.8 + 0.4 * rand())));
+  function* lines() {
+    yield `gene_id\t${names.join("\t")}\n`;
+    for (let i = 0; i < genes; i++) {
+      const base = Math.exp(normal(rand) * 1.5 + 5.5);
+      const module = rand() < 1 / 3 ? Math.floor(rand() * modules) : -1;
+      const scale = 0.6 + 0.8 * rand();
+      const cells: number[] = [];
+      for (let j = 0; j < samples; j++) {
+        const lfc = module >= 0 ? effect[module]![group[j]!]! * scale : 0;
+        const mu = base * libSize[j]! * 2 ** lfc;
+        const k = 1 / dispersion;
+        cells.push(poisson(rand, mu * gamma(rand, k) / k));
+      }
+      yield `ENSG${String(200000 + i * 13).padStart(11, "0")}\t${cells.join("\t")}\n`;
+    }
+  }
+  await write(createWriteStream(path), lines());
+}
+
 async function main() {
   const args = process.argv.slice(2);
   const dir = args.find((a) => !a.startsWith("--"));
-  if (!dir) { console.error("usage: tsx bench/charts-inputs.ts <output-folder> [--snps N] [--genes N]"); process.exit(2); }
+  if (!dir) { console.error("usage: tsx bench/charts-inputs.ts <output-folder> [--snps N] [--genes N] [--matrix-genes N] [--samples N]"); process.exit(2); }
   const opt = (name: string, def: number) => { const i = args.indexOf(name); return i >= 0 ? Number(args[i + 1]) : def; };
   mkdirSync(dir, { recursive: true });
   const genes = opt("--genes", 20_000), snps = opt("--snps", 1_000_000);
   const deseq = join(dir, `deseq2-${genes}.csv`), gwas = join(dir, `gwas-${snps}.tsv`);
   await writeDeseq2(deseq, genes);
   await writeGwas(gwas, snps);
-  console.log(`${deseq}\n${gwas}`);
+  const mGenes = opt("--matrix-genes", 1_000), samples = opt("--samples", 50);
+  const counts = join(dir, `counts-${mGenes}x${samples}.tsv`);
+  await writeCounts(counts, mGenes, samples);
+  console.log(`${deseq}\n${gwas}\n${counts}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();
