@@ -20,16 +20,22 @@
 import { mkdirSync, createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
 
-/** mulberry32: a small, fast, seeded PRNG (uniform in [0, 1)). */
-export function prng(seed: number): () => number {
+/** mulberry32: a small, fast, seeded PRNG of 32-bit unsigned integers (the benches' one generator). */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return (t ^ (t >>> 14)) >>> 0;
   };
+}
+
+/** The same generator, uniform in [0, 1). */
+export function prng(seed: number): () => number {
+  const next = mulberry32(seed);
+  return () => next() / 4294967296;
 }
 
 const normal = (rand: () => number) => {

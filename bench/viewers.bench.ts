@@ -40,6 +40,7 @@ import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { testApp, type TestApp } from "../test/support/app.js";
 import { chromiumAvailable, openBrowser, openPage, type BrowserHandle, type PageRecord, type ViewerState } from "../test/support/browser.js";
+import { mulberry32 } from "./charts-inputs.js";
 
 const why = chromiumAvailable();
 if (why) throw new Error(why);
@@ -61,17 +62,6 @@ const BIG = { contigs: 4, length: 50_000_000, step: 15, read: 150, mateOffset: 1
 const cacheDir = join(homedir(), ".cache", "operon", "bench");
 const bigBam = join(cacheDir, "big-1g.bam");
 interface BigInfo { size: number; baiSize: number; sha256: string; baiSha256: string; reads: number; contigsUsed: number; lastPos: number; seconds: number; spec: typeof BIG }
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 async function sha256File(path: string): Promise<string> {
   const h = createHash("sha256");

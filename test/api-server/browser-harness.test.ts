@@ -6,7 +6,7 @@ import t from "tap";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync, readFileSync } from "node:fs";
-import { deflateSync } from "node:zlib";
+import { crc32, deflateSync } from "node:zlib";
 import {
   canvasNonBlank, chromiumAvailable, decodePng, distinctColours, openBrowser, openPage, screenshot, waitForViewer,
   type BrowserHandle,
@@ -110,7 +110,9 @@ function makePng(width: number, height: number, pixel: (x: number, y: number) =>
   }
   const chunk = (type: string, data: Buffer) => {
     const len = Buffer.alloc(4); len.writeUInt32BE(data.length);
-    return Buffer.concat([len, Buffer.from(type, "latin1"), data, Buffer.alloc(4)]); // CRC not checked by the decoder
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const crc = Buffer.alloc(4); crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
   };
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0); ihdr.writeUInt32BE(height, 4); ihdr[8] = 8; ihdr[9] = 2;
@@ -135,6 +137,9 @@ t.test("the PNG decoder undoes every filter type", async (t) => {
   t.ok(same, "pixels round-trip");
   t.equal(distinctColours(makePng(4, 4, () => [1, 2, 3])), 1, "a flat image has one colour");
   t.throws(() => decodePng(Buffer.from("not a png")), /not a PNG/);
+  const corrupt = Buffer.from(png);
+  corrupt[40] = corrupt[40]! ^ 0xff;
+  t.throws(() => decodePng(corrupt), /bad CRC/, "a damaged chunk is refused");
 });
 
 t.test("the harness records requests, errors and canvases in real Chromium", { skip: chromiumAvailable() }, async (t) => {

@@ -9,8 +9,8 @@
 import { accessSync, constants, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { inflateSync } from "node:zlib";
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
+import { decodePng } from "./images.js";
 
 export const CHROMIUM_PATH = "/usr/bin/chromium";
 
@@ -215,102 +215,9 @@ export async function screenshot(page: Page, name: string, opts: { fullPage?: bo
   return file;
 }
 
-// --- PNG decoding (8-bit, non-interlaced: what Chromium writes) ---------------------------
+// --- PNG decoding: test/support/images.ts (one decoder for screenshots and charts) -------
 
-export interface DecodedPng {
-  width: number;
-  height: number;
-  /** width * height * 4 bytes, RGBA. */
-  rgba: Uint8Array;
-}
-
-const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-/** Decodes an 8-bit non-interlaced PNG (grey, grey+alpha, RGB, RGBA or palette) to RGBA. */
-export function decodePng(buf: Buffer): DecodedPng {
-  if (buf.length < 8 || !buf.subarray(0, 8).equals(PNG_SIGNATURE)) throw new Error("not a PNG");
-  let width = 0;
-  let height = 0;
-  let bitDepth = 0;
-  let colourType = 0;
-  let interlace = 0;
-  let palette: Buffer | undefined;
-  let trns: Buffer | undefined;
-  const idat: Buffer[] = [];
-  for (let off = 8; off + 8 <= buf.length;) {
-    const len = buf.readUInt32BE(off);
-    const type = buf.toString("latin1", off + 4, off + 8);
-    const data = buf.subarray(off + 8, off + 8 + len);
-    off += 12 + len;
-    if (type === "IHDR") {
-      width = data.readUInt32BE(0);
-      height = data.readUInt32BE(4);
-      bitDepth = data[8]!;
-      colourType = data[9]!;
-      interlace = data[12]!;
-    } else if (type === "PLTE") palette = data;
-    else if (type === "tRNS") trns = data;
-    else if (type === "IDAT") idat.push(data);
-    else if (type === "IEND") break;
-  }
-  if (bitDepth !== 8) throw new Error(`PNG bit depth ${bitDepth} not supported`);
-  if (interlace !== 0) throw new Error("interlaced PNG not supported");
-  const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[colourType];
-  if (channels === undefined) throw new Error(`PNG colour type ${colourType} not supported`);
-  if (colourType === 3 && !palette) throw new Error("palette PNG without PLTE");
-  const raw = inflateSync(Buffer.concat(idat));
-  const stride = width * channels;
-  if (raw.length < height * (stride + 1)) throw new Error("truncated PNG data");
-  const px = new Uint8Array(height * stride);
-  for (let y = 0; y < height; y++) {
-    const filter = raw[y * (stride + 1)]!;
-    const src = y * (stride + 1) + 1;
-    const dst = y * stride;
-    for (let x = 0; x < stride; x++) {
-      const v = raw[src + x]!;
-      const a = x >= channels ? px[dst + x - channels]! : 0;
-      const b = y > 0 ? px[dst - stride + x]! : 0;
-      const c = x >= channels && y > 0 ? px[dst - stride + x - channels]! : 0;
-      let pred: number;
-      switch (filter) {
-        case 0: pred = 0; break;
-        case 1: pred = a; break;
-        case 2: pred = b; break;
-        case 3: pred = (a + b) >> 1; break;
-        case 4: {
-          const p = a + b - c;
-          const pa = Math.abs(p - a);
-          const pb = Math.abs(p - b);
-          const pc = Math.abs(p - c);
-          pred = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-          break;
-        }
-        default: throw new Error(`PNG filter ${filter} not supported`);
-      }
-      px[dst + x] = (v + pred) & 0xff;
-    }
-  }
-  const rgba = new Uint8Array(width * height * 4);
-  for (let i = 0, n = width * height; i < n; i++) {
-    const s = i * channels;
-    const d = i * 4;
-    switch (colourType) {
-      case 0: rgba[d] = rgba[d + 1] = rgba[d + 2] = px[s]!; rgba[d + 3] = 255; break;
-      case 4: rgba[d] = rgba[d + 1] = rgba[d + 2] = px[s]!; rgba[d + 3] = px[s + 1]!; break;
-      case 2: rgba[d] = px[s]!; rgba[d + 1] = px[s + 1]!; rgba[d + 2] = px[s + 2]!; rgba[d + 3] = 255; break;
-      case 6: rgba[d] = px[s]!; rgba[d + 1] = px[s + 1]!; rgba[d + 2] = px[s + 2]!; rgba[d + 3] = px[s + 3]!; break;
-      case 3: {
-        const k = px[s]!;
-        rgba[d] = palette![k * 3] ?? 0;
-        rgba[d + 1] = palette![k * 3 + 1] ?? 0;
-        rgba[d + 2] = palette![k * 3 + 2] ?? 0;
-        rgba[d + 3] = trns?.[k] ?? 255;
-        break;
-      }
-    }
-  }
-  return { width, height, rgba };
-}
+export { decodePng, type DecodedPng } from "./images.js";
 
 /** Number of distinct RGBA colours in a PNG image. */
 export function distinctColours(png: Buffer): number {

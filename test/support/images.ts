@@ -1,66 +1,110 @@
 /**
- * Checks on the images the chart tests make, without trusting the code that made them: a
- * PNG decoder (chunks with their CRCs, the IDAT stream inflated and unfiltered to pixels)
+ * Checks on the images the tests make (chart PNGs, browser screenshots), without trusting the
+ * code that made them: a PNG decoder (chunks with their CRCs, the IDAT stream inflated and
+ * unfiltered to RGBA pixels)
  * and a strict XML reader for SVG (every tag closed in order, attributes quoted, entities
  * known) that returns the element tree.
  */
 import { inflateSync, crc32 } from "node:zlib";
 
-export interface Png { width: number; height: number; channels: number; pixels: Uint8Array }
+export interface DecodedPng {
+  width: number;
+  height: number;
+  /** width * height * 4 bytes, RGBA. */
+  rgba: Uint8Array;
+}
 
-/** Decodes an 8-bit RGB/RGBA/grey PNG (non-interlaced), checking every chunk's CRC. */
-export function decodePng(buf: Uint8Array): Png {
-  const b = Buffer.from(buf);
-  if (b.subarray(0, 8).toString("hex") !== "89504e470d0a1a0a") throw new Error("not a PNG signature");
-  let off = 8, width = 0, height = 0, channels = 0;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const CHANNELS: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
+
+/**
+ * Decodes an 8-bit non-interlaced PNG (grey, grey+alpha, RGB, RGBA or palette: what Chromium
+ * and resvg write) to RGBA, checking every chunk's CRC and the inflated stream's length.
+ */
+export function decodePng(input: Uint8Array): DecodedPng {
+  const buf = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  if (buf.length < 8 || !buf.subarray(0, 8).equals(PNG_SIGNATURE)) throw new Error("not a PNG");
+  let width = 0, height = 0, bitDepth = 0, colourType = 0, interlace = 0;
+  let palette: Buffer | undefined;
+  let trns: Buffer | undefined;
   const idat: Buffer[] = [];
-  for (;;) {
-    const len = b.readUInt32BE(off), type = b.toString("latin1", off + 4, off + 8);
-    const data = b.subarray(off + 8, off + 8 + len);
-    if (crc32(b.subarray(off + 4, off + 8 + len)) !== b.readUInt32BE(off + 8 + len)) throw new Error(`bad CRC in ${type}`);
-    if (type === "IHDR") {
-      width = data.readUInt32BE(0); height = data.readUInt32BE(4);
-      const depth = data[8], color = data[9], interlace = data[12];
-      if (depth !== 8 || interlace !== 0) throw new Error(`unsupported PNG depth ${depth} interlace ${interlace}`);
-      channels = ({ 0: 1, 2: 3, 4: 2, 6: 4 } as Record<number, number>)[color ?? -1] ?? 0;
-      if (!channels) throw new Error(`unsupported PNG colour type ${color}`);
-    } else if (type === "IDAT") idat.push(data);
-    else if (type === "IEND") break;
+  for (let off = 8; off + 8 <= buf.length;) {
+    const len = buf.readUInt32BE(off);
+    const type = buf.toString("latin1", off + 4, off + 8);
+    const data = buf.subarray(off + 8, off + 8 + len);
+    if (crc32(buf.subarray(off + 4, off + 8 + len)) !== buf.readUInt32BE(off + 8 + len)) throw new Error(`bad CRC in PNG chunk ${type}`);
     off += 12 + len;
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      bitDepth = data[8]!;
+      colourType = data[9]!;
+      interlace = data[12]!;
+    } else if (type === "PLTE") palette = data;
+    else if (type === "tRNS") trns = data;
+    else if (type === "IDAT") idat.push(data);
+    else if (type === "IEND") break;
   }
+  if (bitDepth !== 8) throw new Error(`PNG bit depth ${bitDepth} not supported`);
+  if (interlace !== 0) throw new Error("interlaced PNG not supported");
+  const channels = CHANNELS[colourType];
+  if (channels === undefined) throw new Error(`PNG colour type ${colourType} not supported`);
+  if (colourType === 3 && !palette) throw new Error("palette PNG without PLTE");
   const raw = inflateSync(Buffer.concat(idat));
   const stride = width * channels;
-  if (raw.length !== height * (stride + 1)) throw new Error(`IDAT holds ${raw.length} bytes, expected ${height * (stride + 1)}`);
+  if (raw.length !== height * (stride + 1)) throw new Error(`PNG data holds ${raw.length} bytes, expected ${height * (stride + 1)}`);
   const px = new Uint8Array(height * stride);
   for (let y = 0; y < height; y++) {
-    const f = raw[y * (stride + 1)]!;
+    const filter = raw[y * (stride + 1)]!;
+    const src = y * (stride + 1) + 1;
+    const dst = y * stride;
     for (let x = 0; x < stride; x++) {
-      const v = raw[y * (stride + 1) + 1 + x]!;
-      const a = x >= channels ? px[y * stride + x - channels]! : 0;
-      const up = y > 0 ? px[(y - 1) * stride + x]! : 0;
-      const c = x >= channels && y > 0 ? px[(y - 1) * stride + x - channels]! : 0;
-      let p: number;
-      switch (f) {
-        case 0: p = 0; break;
-        case 1: p = a; break;
-        case 2: p = up; break;
-        case 3: p = (a + up) >> 1; break;
-        case 4: { const q = a + up - c, pa = Math.abs(q - a), pb = Math.abs(q - up), pc = Math.abs(q - c); p = pa <= pb && pa <= pc ? a : pb <= pc ? up : c; break; }
-        default: throw new Error(`bad filter ${f}`);
+      const v = raw[src + x]!;
+      const a = x >= channels ? px[dst + x - channels]! : 0;
+      const b = y > 0 ? px[dst - stride + x]! : 0;
+      const c = x >= channels && y > 0 ? px[dst - stride + x - channels]! : 0;
+      let pred: number;
+      switch (filter) {
+        case 0: pred = 0; break;
+        case 1: pred = a; break;
+        case 2: pred = b; break;
+        case 3: pred = (a + b) >> 1; break;
+        case 4: {
+          const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+          pred = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+          break;
+        }
+        default: throw new Error(`PNG filter ${filter} not supported`);
       }
-      px[y * stride + x] = (v + p) & 255;
+      px[dst + x] = (v + pred) & 0xff;
     }
   }
-  return { width, height, channels, pixels: px };
+  const rgba = new Uint8Array(width * height * 4);
+  for (let i = 0, n = width * height; i < n; i++) {
+    const s = i * channels, d = i * 4;
+    switch (colourType) {
+      case 0: rgba[d] = rgba[d + 1] = rgba[d + 2] = px[s]!; rgba[d + 3] = 255; break;
+      case 4: rgba[d] = rgba[d + 1] = rgba[d + 2] = px[s]!; rgba[d + 3] = px[s + 1]!; break;
+      case 2: rgba[d] = px[s]!; rgba[d + 1] = px[s + 1]!; rgba[d + 2] = px[s + 2]!; rgba[d + 3] = 255; break;
+      case 6: rgba[d] = px[s]!; rgba[d + 1] = px[s + 1]!; rgba[d + 2] = px[s + 2]!; rgba[d + 3] = px[s + 3]!; break;
+      case 3: {
+        const k = px[s]!;
+        rgba[d] = palette![k * 3] ?? 0;
+        rgba[d + 1] = palette![k * 3 + 1] ?? 0;
+        rgba[d + 2] = palette![k * 3 + 2] ?? 0;
+        rgba[d + 3] = trns?.[k] ?? 255;
+        break;
+      }
+    }
+  }
+  return { width, height, rgba };
 }
 
 /** How many distinct colours a PNG uses (a blank or single-colour image is a broken chart). */
-export function colourCount(png: Png): number {
+export function colourCount(png: DecodedPng): number {
   const seen = new Set<number>();
-  for (let i = 0; i < png.pixels.length; i += png.channels) {
-    let v = 0;
-    for (let c = 0; c < Math.min(3, png.channels); c++) v = v * 256 + png.pixels[i + c]!;
-    seen.add(v);
+  for (let i = 0; i < png.rgba.length; i += 4) {
+    seen.add(((png.rgba[i]! << 16) | (png.rgba[i + 1]! << 8) | png.rgba[i + 2]!) >>> 0);
     if (seen.size > 5000) break;
   }
   return seen.size;
