@@ -4,18 +4,15 @@
  * its slot is free again, and a new job on the restarted server completes.
  */
 import t from "tap";
-import { spawn, type ChildProcess } from "node:child_process";
-import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { createReadStream, createWriteStream, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { serveProcess } from "../support/serve.js";
 import { until } from "../support/wait.js";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-render-restart-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-
-const freePort = () => new Promise<number>((resolve) => { const s = createServer(); s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
 
 /** GWAS-like summary statistics, big enough that rendering takes seconds (so the kill lands mid-job). */
 async function writeGwas(path: string, rows: number): Promise<void> {
@@ -34,21 +31,9 @@ async function writeGwas(path: string, rows: number): Promise<void> {
 
 t.test("kill -9 mid-render: the job is failed with its reason after the restart", async (t) => {
   const data = join(dir, "data");
-  const port = await freePort();
-  const env = { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", OPERON_MODE: "embedded", LOG_LEVEL: "warn" };
-  let server: ChildProcess | undefined;
-  const start = async () => {
-    server = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "serve"], { env, stdio: ["ignore", "ignore", "inherit"] });
-    await until("the server to answer", async () => { try { return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok; } catch { return false; } }, 60_000);
-  };
-  t.teardown(() => { server?.kill("SIGKILL"); });
-  await start();
-  const key = readFileSync(join(data, "bootstrap-key"), "utf8").trim();
-  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: h, ...(body ? { body: JSON.stringify(body) } : {}) });
-    return { status: r.status, body: (await r.json()) as { data: Record<string, unknown> } };
-  };
+  const server = await serveProcess(t, data);
+  await server.start();
+  const api = server.api;
   const store = createLocalObjectStore({ root: data, publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
   const big = join(dir, "big.tsv");
   await writeGwas(big, 3_000_000);
@@ -58,10 +43,9 @@ t.test("kill -9 mid-render: the job is failed with its reason after the restart"
   t.equal(sub.status, 202, JSON.stringify(sub.body));
   const id = sub.body.data.job_id as string;
   await until("the job to be running", async () => (await api("GET", `/v1/visualizations/${id}?workspace_id=default`)).body.data.status === "running", 60_000, 20);
-  server?.kill("SIGKILL");
-  await new Promise((r) => server?.once("exit", r));
+  await server.stop("SIGKILL");
 
-  await start();
+  await server.start();
   const after = (await api("GET", `/v1/visualizations/${id}?workspace_id=default`)).body.data;
   t.equal(after.status, "failed", "the job its server was running when it died is failed");
   t.match(after.error as string, /server restarted while this job was rendering/);
@@ -72,6 +56,5 @@ t.test("kill -9 mid-render: the job is failed with its reason after the restart"
   const nid = next.body.data.job_id as string;
   const done = await until("the new job to finish", async () => { const d = (await api("GET", `/v1/visualizations/${nid}?workspace_id=default`)).body.data; return d.status === "completed" || d.status === "failed" ? d : undefined; }, 60_000);
   t.equal(done.status, "completed", `a new job completes after the restart ${done.error ?? ""}`);
-  server?.kill("SIGTERM");
-  await new Promise((r) => server?.once("exit", r));
+  await server.stop("SIGTERM");
 });

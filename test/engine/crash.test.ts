@@ -6,13 +6,12 @@
  * kills the old attempt's whole process group before anything runs again.
  */
 import t from "tap";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
-import { freePorts } from "../support/minio.js";
+import { serveProcess } from "../support/serve.js";
 import { until } from "../support/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-crash-"));
@@ -66,36 +65,23 @@ t.test("kill -9 during bwa index: the tool dies with the server, the restart run
   for (let i = 0; i < 16 * 1024 * 1024 / 64; i++) lines.push(Array.from({ length: 64 }, () => "ACGT"[Math.floor(rand() * 4)]).join(""));
   await store.put("orgs/default/workspaces/default/refs/big.fa", lines.join("\n") + "\n");
 
-  const [port] = await freePorts(1);
-  const env = { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", OPERON_MODE: "embedded", LOG_LEVEL: "warn" };
-  let server: ChildProcess | undefined;
-  const start = async () => {
-    server = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "serve"], { env, stdio: ["ignore", "ignore", "inherit"] });
-    await until("the server to answer", async () => { try { return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok; } catch { return false; } }, 60_000);
-  };
-  t.teardown(() => { server?.kill("SIGKILL"); });
-  await start();
-  const key = readFileSync(join(data, "bootstrap-key"), "utf8").trim();
-  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: h, ...(body ? { body: JSON.stringify(body) } : {}) });
-    return (await r.json()) as { data: Record<string, unknown> };
-  };
+  const server = await serveProcess(t, data);
+  await server.start();
+  const api = async (method: string, path: string, body?: unknown) => (await server.api(method, path, body)).body;
   const spec = { steps: [{ stepId: "index", toolName: "bwa", parameters: { command: "index", inputFile: "refs/big.fa" } }] };
   const run = (await api("POST", "/v1/pipelines", { workspace_id: "default", spec })).data as { id: string; output_folder: string };
   t.match(run.id, /^run-/);
 
   const work = join(data, "work", run.id);
-  const tree = await until("bwa index to run under the server", () => { const d = descendants(server?.pid as number); return d.some(isTool) ? d : undefined; }, 60_000);
-  server?.kill("SIGKILL");
-  await new Promise((r) => server?.once("exit", r));
+  const tree = await until("bwa index to run under the server", () => { const d = descendants(server.pid() as number); return d.some(isTool) ? d : undefined; }, 60_000);
+  await server.stop("SIGKILL");
   await until("every process of the old attempt to be gone", () => tree.every(([pid]) => !alive(pid)), 15_000);
   t.pass(`none of the ${tree.length} processes under the killed server survives it (bwa among them)`);
 
-  await start();
+  await server.start();
   let most = 0;
   const done = await until("the run to finish after the restart", async () => {
-    most = Math.max(most, descendants(server?.pid as number).filter(isTool).length);
+    most = Math.max(most, descendants(server.pid() as number).filter(isTool).length);
     const r = (await api("GET", `/v1/pipelines/${run.id}?workspace_id=default`)).data as { status: string; steps: Array<{ status: string; attempt: number; error: string | null }> };
     return ["completed", "failed", "cancelled"].includes(r.status) ? r : undefined;
   }, 180_000, 100);
@@ -114,16 +100,15 @@ t.test("kill -9 during bwa index: the tool dies with the server, the restart run
   const runs = await Promise.all([0, 1].map(async () => ((await api("POST", "/v1/pipelines", { workspace_id: "default", spec: wide })).data as { id: string }).id));
   let peak = 0;
   const tree5 = await until("5 bwa processes (the organization's limit)", () => {
-    const d = descendants(server?.pid as number);
+    const d = descendants(server.pid() as number);
     peak = Math.max(peak, d.filter(isTool).length);
     return d.filter(isTool).length === 5 ? d : undefined;
   }, 120_000, 50);
-  server?.kill("SIGKILL");
-  await new Promise((r) => server?.once("exit", r));
+  await server.stop("SIGKILL");
   await until("every process of the 5 lost attempts to be gone", () => tree5.every(([pid]) => !alive(pid)), 15_000);
-  await start();
+  await server.start();
   const finished = await until("both runs to finish after the restart", async () => {
-    peak = Math.max(peak, descendants(server?.pid as number).filter(isTool).length);
+    peak = Math.max(peak, descendants(server.pid() as number).filter(isTool).length);
     const rs = await Promise.all(runs.map(async (id) => (await api("GET", `/v1/pipelines/${id}?workspace_id=default`)).data as { status: string; steps: Array<{ attempt: number }> }));
     return rs.every((r) => ["completed", "failed", "cancelled"].includes(r.status)) ? rs : undefined;
   }, 300_000, 100);
@@ -131,8 +116,7 @@ t.test("kill -9 during bwa index: the tool dies with the server, the restart run
   t.equal(peak, 5, "at most 5 bwa processes of the organization at any moment, before and after the crash");
   const attempts = finished.flatMap((r) => r.steps.map((st) => st.attempt)).sort();
   t.strictSame(attempts, [1, 2, 2, 2, 2, 2], "the 5 lost steps ran again as attempt 2, the waiting one once");
-  server?.kill("SIGTERM");
-  await new Promise((r) => server?.once("exit", r));
+  await server.stop("SIGTERM");
 });
 
 t.test("unsandboxed steps: a restart kills the lost attempt's whole process group", async (t) => {
