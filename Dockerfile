@@ -14,6 +14,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY core core
 COPY adapters adapters
 COPY engine engine
+COPY assistant assistant
 COPY operator operator
 COPY api-server api-server
 COPY cli cli

@@ -29,6 +29,8 @@ import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
 import { createRenderJobs, type RenderJobs } from "../engine/render-jobs.js";
 import { renderRoutes } from "./routes/render.js";
+import { mcpRoutes } from "./routes/mcp.js";
+import { PipelineService } from "../engine/pipeline-service.js";
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &
@@ -43,6 +45,8 @@ export interface AppDeps {
   engine?: Engine;
   /** Render jobs (default: created from `engine`, with its slots). */
   renders?: RenderJobs;
+  /** The server's version, as MCP's initialize reports it. */
+  version?: string;
   /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
   toolRunner?: ToolRunner;
 }
@@ -61,8 +65,8 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 /** Requests per minute per client address when the configuration does not say (as core/config.ts). */
 export const DEFAULT_RATE_LIMIT_PER_IP_PER_MINUTE = 12_000;
 
-/** Requests under the rate limits: the API under /v1/, except the OpenAPI document. */
-const rateLimited = (url: string) => url.startsWith("/v1/") && !url.startsWith(OPENAPI_PATH);
+/** Requests under the rate limits: the API under /v1/ (except the OpenAPI document) and MCP. */
+const rateLimited = (url: string) => (url.startsWith("/v1/") && !url.startsWith(OPENAPI_PATH)) || url === "/mcp" || url.startsWith("/mcp?");
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? { now: () => Date.now() };
@@ -218,6 +222,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     app.addHook("onClose", async () => { await owned.stop(); });
   }
   if (renders) await app.register(renderRoutes, { jobs: renders });
+  // The assistant tools over MCP: the same service objects as the routes above.
+  await app.register(mcpRoutes, {
+    version: deps.version ?? "unknown",
+    deps: {
+      store: deps.store, service: deps.service, clock, access: auth.access, publicUrl: deps.config.publicUrl, signingSecret: deps.config.signingSecret,
+      storage: deps.config.storage, engine: deps.engine, renders,
+      pipelines: deps.engine ? new PipelineService({ engine: deps.engine, store: deps.store, access: auth.access, clock }) : undefined,
+    },
+  });
 
   app.addHook("onClose", async () => { await auth.stop(); });
   return app;

@@ -8,16 +8,10 @@
  * batches, never per request.
  */
 import type { Clock } from "../core/ports.js";
-import { ApiError } from "./errors.js";
+import { WorkspaceAccess, requireScope, type AuthContext } from "../engine/access.js";
 import { KEY_PATTERN, hashKey, type KeyRecord, type Scope, type ServiceStore, type WorkspaceRecord } from "../engine/service-store.js";
 
-export interface AuthContext {
-  keyId: string;
-  organization: string;
-  scopes: ReadonlySet<Scope>;
-  /** null: all workspaces of the organization. */
-  workspaces: ReadonlySet<string> | null;
-}
+export type { AuthContext } from "../engine/access.js";
 
 export type AuthFailure = "missing" | "malformed" | "unknown" | "revoked";
 
@@ -33,11 +27,15 @@ export class Authenticator {
   private readonly unknown = new Map<string, number>();
   /** Lookups in flight, so that concurrent requests with one key cause one store read. */
   private readonly inflight = new Map<string, Promise<KeyRecord | undefined>>();
-  private readonly workspaceCache = new Map<string, { record: WorkspaceRecord | undefined; at: number }>();
   private readonly lastUsed = new Map<string, string>();
   private timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(private readonly service: ServiceStore, private readonly ttlSeconds: number, private readonly clock: Clock) {}
+  /** The workspace check (engine/access.ts), shared with the assistant tools. */
+  readonly access: WorkspaceAccess;
+
+  constructor(private readonly service: ServiceStore, private readonly ttlSeconds: number, private readonly clock: Clock) {
+    this.access = new WorkspaceAccess(service, ttlSeconds, clock);
+  }
 
   /** Resolves the request's key or says why not. */
   async authenticate(headers: Record<string, string | string[] | undefined>): Promise<AuthContext | { failure: AuthFailure }> {
@@ -93,26 +91,12 @@ export class Authenticator {
    * workspace gets workspace_access_denied; a workspace of no concern to the key's
    * organization is not_found (another organization's workspaces are never revealed).
    */
-  async workspace(ctx: AuthContext, workspaceId: string): Promise<WorkspaceRecord> {
-    if (ctx.workspaces && !ctx.workspaces.has(workspaceId)) {
-      throw new ApiError("workspace_access_denied", `this key may not use workspace ${JSON.stringify(workspaceId)}`);
-    }
-    const k = `${ctx.organization}/${workspaceId}`;
-    const now = this.clock.now();
-    const hit = this.workspaceCache.get(k);
-    let record = hit && now - hit.at < this.ttlSeconds * 1000 ? hit.record : undefined;
-    if (!record) {
-      record = await this.service.getWorkspace(ctx.organization, workspaceId);
-      if (record) this.workspaceCache.set(k, { record, at: now });
-    }
-    if (!record) throw new ApiError("not_found", `workspace ${JSON.stringify(workspaceId)} not found`);
-    return record;
+  workspace(ctx: AuthContext, workspaceId: string): Promise<WorkspaceRecord> {
+    return this.access.workspace(ctx, workspaceId);
   }
 
   requireScope(ctx: AuthContext, scope: Scope | "any"): void {
-    if (scope !== "any" && !ctx.scopes.has(scope)) {
-      throw new ApiError("insufficient_scope", `this key lacks the "${scope}" scope`, { required_scope: scope });
-    }
+    requireScope(ctx, scope);
   }
 
   /** Writes collected last_used_at values; called on an interval and at shutdown. */

@@ -6,26 +6,8 @@
  */
 import { z } from "zod";
 import { sanitizeMessage } from "../core/redact.js";
-
-export const STATUS = {
-  invalid_request: 400,
-  unauthorized: 401,
-  insufficient_scope: 403,
-  workspace_access_denied: 403,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  gone: 410,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  range_not_satisfiable: 416,
-  validation_failed: 422,
-  rate_limited: 429,
-  internal_error: 500,
-  unavailable: 503,
-} as const;
-
-export type ErrorCode = keyof typeof STATUS;
+import { STATUS, type ErrorCode } from "../engine/service-error.js";
+export { ApiError, STATUS, badRequest, type ErrorCode } from "../engine/service-error.js";
 
 /**
  * The envelope as the error handler (app.ts) and the 404 handler send it, for the OpenAPI
@@ -37,16 +19,6 @@ export const ErrorEnvelopeSchema = z.object({
   details: z.record(z.string(), z.unknown()).optional().describe("Structured context when there is some: `field`, `issues` (request validation), `errors` (spec validation), `required_scope`, `valid_values`…"),
   request_id: z.string().describe("The request's id, also in the X-Request-Id response header."),
 });
-
-export class ApiError extends Error {
-  constructor(readonly code: ErrorCode, message: string, readonly details?: Record<string, unknown>) {
-    super(message);
-    this.name = "ApiError";
-  }
-  get status(): number { return STATUS[this.code]; }
-}
-
-export const badRequest = (field: string, message: string) => new ApiError("invalid_request", `${field}: ${message}`, { field });
 
 /**
  * A message as a client may see it: absolute filesystem paths replaced by `<path>` and

@@ -12,7 +12,7 @@ import { bootstrap, createClusterEngine, createEmbeddedEngine, createRuntime } f
 import { buildApp } from "./app.js";
 import { installLastResortHandlers } from "./last-resort.js";
 
-export async function startServer(config: Config, log: (s: string) => void): Promise<FastifyInstance> {
+export async function startServer(config: Config, log: (s: string) => void, version?: string): Promise<FastifyInstance> {
   const rt = await createRuntime(config);
   const key = await bootstrap(rt);
   const parts = config.OPERON_MODE === "embedded"
@@ -24,6 +24,7 @@ export async function startServer(config: Config, log: (s: string) => void): Pro
     service: rt.service,
     logger: { level: process.env.LOG_LEVEL ?? "info" },
     engine: parts.engine,
+    ...(version ? { version } : {}),
   });
   app.addHook("onClose", async () => { await parts.stop(); });
   // A stray rejection or throw is logged (one line, no stack) and counted, not fatal.

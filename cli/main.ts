@@ -13,6 +13,7 @@ import { parseCli, type CliIO, type Ctx } from "./program.js";
 import { runCli } from "./run.js";
 import { stageInCli, stageOutCli } from "./stage.js";
 import { validateCli } from "./validate.js";
+import { mcpCli } from "./mcp.js";
 
 /**
  * The version in package.json, read next to the module: ../package.json from the source
@@ -44,7 +45,7 @@ function serverCli(name: "serve" | "api-server", ctx: Ctx): Command {
       const c = parseConfig(ctx.env);
       if (!c.ok) { ctx.io.err(`operon ${name}: ${c.message}`); ctx.code = 2; return; }
       const { startServer } = await import("../api-server/server.js");
-      await startServer(c.config, ctx.io.out);
+      await startServer(c.config, ctx.io.out, packageVersion());
       ctx.code = await forever();
     });
 }
@@ -107,6 +108,7 @@ unknown or missing option, bad value), unreadable input or invalid configuration
   group("Servers:", serverCli("serve", ctx), serverCli("api-server", ctx), operatorCli(ctx));
   group("Administration:", workspacesCli(ctx), keysCli(ctx));
   group("Pipelines:", validateCli(ctx), runCli(ctx), toolsCli(ctx));
+  group("Assistants:", mcpCli(ctx));
   group("Step pods (cluster mode):", stageInCli(ctx), stageOutCli(ctx));
   return program;
 }

@@ -152,11 +152,11 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
   return current.status === "completed" ? 0 : 1;
 }
 
-function bootstrapKeyPath(env: NodeJS.ProcessEnv): string {
+export function bootstrapKeyPath(env: NodeJS.ProcessEnv): string {
   return join(env.OPERON_DATA_DIR || "./.operon", "bootstrap-key");
 }
 
-function readBootstrapKey(env: NodeJS.ProcessEnv): string | undefined {
+export function readBootstrapKey(env: NodeJS.ProcessEnv): string | undefined {
   try { return readFileSync(bootstrapKeyPath(env), "utf8").trim() || undefined; } catch { return undefined; }
 }
 

@@ -9,17 +9,14 @@ import fastJson from "fast-json-stringify";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { normalizeWorkspacePath } from "../../core/paths.js";
 import { StoreError, type ObjectInfo } from "../../core/ports.js";
+import { createUploadUrl, downloadLink, existingFile as existing, fileName, fileView, folder, listFiles, listingRange } from "../../engine/file-service.js";
 import { ApiError, badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { WorkspaceRecord } from "../../engine/service-store.js";
 import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
 
-export const DOWNLOAD_URL_SECONDS = 3600;
-export const UPLOAD_URL_SECONDS = 3600;
-/** A single presigned PUT is limited to 5 GiB (S3's limit); larger files use multipart (see README). */
-export const MAX_PRESIGNED_PUT_BYTES = 5 * 1024 ** 3;
+export { DOWNLOAD_URL_SECONDS, UPLOAD_URL_SECONDS, MAX_PRESIGNED_PUT_BYTES } from "../../engine/file-service.js";
 
 /** A file as the API shows it (fileView below). */
 const FileSchema = z.object({
@@ -39,29 +36,6 @@ const UploadFormSchema = z.object({
   description: z.string().max(4096).optional().describe("Stored with the file and shown in listings."),
   file: z.file().describe("The file, one part, sent after the fields; its filename must be a plain file name (no `/` or `\\`)."),
 });
-
-type FileView = ReturnType<typeof renderFileView>;
-/** Views of unchanged (cached) ObjectInfo objects are rendered once. */
-const views = new WeakMap<ObjectInfo, FileView>();
-
-function fileView(ws: WorkspaceRecord, i: ObjectInfo): FileView {
-  let v = views.get(i);
-  if (!v || v.key !== i.key.slice(workspaceRoot(ws).length)) { v = renderFileView(ws, i); views.set(i, v); }
-  return v;
-}
-
-function renderFileView(ws: WorkspaceRecord, i: ObjectInfo) {
-  const key = i.key.slice(workspaceRoot(ws).length);
-  return {
-    name: key.split("/").pop() ?? key,
-    key,
-    size: i.size,
-    content_type: i.contentType ?? null,
-    last_modified: i.lastModified.toISOString(),
-    sha256: i.sha256 ?? null,
-    ...(i.metadata?.description !== undefined ? { description: i.metadata.description } : {}),
-  };
-}
 
 /** The file list is the hottest response: serialized by a compiled serializer, not JSON.stringify. */
 const fileListJson = fastJson({
@@ -84,33 +58,6 @@ const fileListJson = fastJson({
   },
   required: ["data", "has_more", "next_cursor"],
 } as Parameters<typeof fastJson>[0]);
-
-const encodeCursor = (k: string) => Buffer.from(k).toString("base64url");
-const decodeCursor = (c: string) => Buffer.from(c, "base64url").toString("utf8");
-
-/** A folder given as `path` (optional), normalized: "" or "a/b/". */
-function folder(field: string, path: string | undefined): string {
-  if (path === undefined || path === "" || path === "/") return "";
-  const n = normalizeWorkspacePath(path.replace(/\/+$/, ""));
-  if (!n.ok) throw badRequest(field, n.reason);
-  return n.path + "/";
-}
-
-/**
- * A file name from a client (the multipart `filename`, upload-url's `filename`): one plain
- * segment, taken as given or refused — never reduced to a basename, so `../x`, `a/b`,
- * `/etc/passwd` and `..\x` are 400s, as are `.`, `..` and anything the path normalizer
- * refuses in a segment (control characters, look-alikes, over 255 bytes of UTF-8).
- */
-function fileName(field: string, name: string | undefined): string {
-  if (name === undefined || name === "") throw badRequest(field, "a file name is required");
-  if (/[/\\]/.test(name)) throw badRequest(field, "must be a plain file name, without \"/\" or \"\\\"; give the folder as `path`");
-  if (name === "." || name === "..") throw badRequest(field, `${JSON.stringify(name)} is not a file name`);
-  const n = normalizeWorkspacePath(name);
-  if (!n.ok) throw badRequest(field, n.reason);
-  if (n.path !== name) throw badRequest(field, "must be a plain file name");
-  return n.path;
-}
 
 export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: number }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -151,18 +98,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   }, async (req, reply) => {
     const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
     const root = workspaceRoot(ws);
-    let prefix = "";
-    if (req.query.prefix) {
-      const trailing = req.query.prefix.endsWith("/");
-      const n = normalizeWorkspacePath(req.query.prefix.replace(/\/+$/, ""));
-      if (!n.ok) throw badRequest("prefix", n.reason);
-      prefix = n.path + (trailing ? "/" : "");
-    }
-    let cursor: string | undefined;
-    if (req.query.cursor) {
-      cursor = decodeCursor(req.query.cursor);
-      if (!cursor.startsWith(root + prefix)) throw badRequest("cursor", "not a cursor of this listing");
-    }
+    const range = listingRange(ws, req.query);
+    const { prefix, cursor } = range;
     const cacheKey = `${root}${prefix}\u0000${cursor ?? ""}\u0000${req.query.limit}`;
     const version = store.version?.();
     const now = app.operon.deps.clock.now();
@@ -170,8 +107,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     let json: string;
     if (hit && hit.version === version && now - hit.at < PAGE_TTL_MS) json = hit.body;
     else {
-      const page = await store.list(root + prefix, { limit: req.query.limit, withMetadata: true, ...(cursor ? { cursor } : {}) });
-      json = fileListJson(listEnvelope(page.items.map((i) => fileView(ws, i)), page.nextCursor !== undefined, page.nextCursor ? encodeCursor(page.nextCursor) : null));
+      const page = await listFiles(store, ws, range, req.query.limit);
+      json = fileListJson(listEnvelope(page.items, page.hasMore, page.nextCursor));
       if (version !== undefined && version === store.version?.()) {
         pages.set(cacheKey, { body: json, version, at: now });
         if (pages.size > 1000) pages.delete(pages.keys().next().value as string);
@@ -239,10 +176,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
 
   /** The file a request names by `workspace_id` and `key`, which must exist. */
   async function existingFile(req: Pick<FastifyRequest, "auth">, q: { workspace_id: string; key: string }) {
-    const ws = await app.operon.auth.workspace(requireAuth(req), q.workspace_id);
-    const f = fileKey(ws, "key", q.key);
-    if (!(await store.head(f.storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(f.key)} not found`);
-    return f;
+    return existing(store, await app.operon.auth.workspace(requireAuth(req), q.workspace_id), q.key);
   }
 
   r.get("/v1/files/download", {
@@ -257,9 +191,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       },
     },
   }, async (req) => {
-    const { key, storageKey } = await existingFile(req, req.query);
-    const downloadUrl = await store.presignGet(storageKey, { expiresIn: DOWNLOAD_URL_SECONDS });
-    return { data: { downloadUrl, key, expiresIn: DOWNLOAD_URL_SECONDS } };
+    return { data: await downloadLink(store, await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id), req.query.key) };
   });
 
   r.delete("/v1/files", {
@@ -301,14 +233,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     },
   }, async (req) => {
     const b = req.body;
-    if (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES) {
-      throw new ApiError("payload_too_large", `size: a single presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB); split larger files with the multipart variant (see the README)`, { field: "size" });
-    }
     const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
-    const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
-    const contentType = b.content_type ?? b.contentType;
-    const uploadUrl = await store.presignPut(storageKey, { expiresIn: UPLOAD_URL_SECONDS, ...(contentType ? { contentType } : {}) });
-    return { data: { uploadUrl, fileKey: key, expiresIn: UPLOAD_URL_SECONDS, ...(contentType ? { contentType } : {}) } };
+    return { data: await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType: b.content_type ?? b.contentType, size: b.size }) };
   });
 
   r.post("/v1/files/upload-confirm", {

@@ -9,27 +9,13 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { FILE_OPTIONS, parsePlotOptions, PLOT_TYPES, type PlotType } from "../../core/charts/options.js";
-import { OUTPUT_FORMATS, RENDER_ID, RENDER_STATUSES, type OutputFormat, type RenderJobRecord } from "../../core/charts/render-job.js";
-import { normalizeWorkspacePath } from "../../core/paths.js";
-import { VIEWER_DEFAULT_SECONDS, type ViewerGrant } from "../../core/viewers.js";
+import { PLOT_TYPES } from "../../core/charts/options.js";
+import { OUTPUT_FORMATS, RENDER_ID, RENDER_STATUSES, type RenderJobRecord } from "../../core/charts/render-job.js";
 import type { RenderJobs } from "../../engine/render-jobs.js";
-import type { WorkspaceRecord } from "../../engine/service-store.js";
-import { ApiError, badRequest } from "../errors.js";
+import { getRenderJob, renderJobView, submitRender } from "../../engine/render-service.js";
+import { badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
-import { signGrant } from "../viewer-token.js";
-import { fileKey, listEnvelope, requireAuth, workspaceId } from "./common.js";
-
-/** Which files each type reads (by extension, also gzipped); anything else is a 400 naming file_path. */
-const INPUTS: Readonly<Record<PlotType, { ext: RegExp; what: string }>> = {
-  volcano_plot: { ext: /\.(csv|tsv|txt|tab)(\.gz)?$/i, what: "a differential-expression results table (.csv, .tsv, .txt)" },
-  manhattan_plot: { ext: /\.(csv|tsv|txt|tab|assoc|linear|logistic|glm\.\w+|ma|sumstats)(\.gz)?$/i, what: "a GWAS summary-statistics table (.csv, .tsv, .txt)" },
-  pca_plot: { ext: /\.(csv|tsv|txt|tab)(\.gz)?$/i, what: "a count matrix (.csv, .tsv, .txt)" },
-  heatmap: { ext: /\.(csv|tsv|txt|tab)(\.gz)?$/i, what: "a count matrix (.csv, .tsv, .txt)" },
-  coverage_track: { ext: /\.(bam|bw|bigwig)$/i, what: "a BAM or bigWig file (.bam, .bw, .bigwig)" },
-  structure_3d: { ext: /\.(pdb|ent|cif|mmcif)(\.gz)?$/i, what: "a PDB or mmCIF structure (.pdb, .cif, .mmcif)" },
-  pathway_map: { ext: /\.(csv|tsv|txt|tab)(\.gz)?$/i, what: "a gene list or enrichment/DE table (.csv, .tsv, .txt)" },
-};
+import { listEnvelope, requireAuth, workspaceId } from "./common.js";
 
 const JobSchema = z.object({
   job_id: z.string(),
@@ -49,21 +35,11 @@ const JobSchema = z.object({
 
 export async function renderRoutes(app: FastifyInstance, opts: { jobs: RenderJobs }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { store, config, clock, service } = app.operon.deps;
+  const { store, config, clock } = app.operon.deps;
   const jobs = opts.jobs;
 
-  const view = (j: RenderJobRecord) => {
-    let preview: string | null = null;
-    if (j.status === "completed" && j.output_path) {
-      const grant: ViewerGrant = { v: 1, o: j.organization, w: j.workspace_id, k: j.output_path, f: "image", exp: Math.floor(clock.now() / 1000) + VIEWER_DEFAULT_SECONDS };
-      preview = `${config.publicUrl}/view/${signGrant(config.signingSecret, grant)}`;
-    }
-    return {
-      job_id: j.job_id, status: j.status, type: j.type, workspace_id: j.workspace_id, file_path: j.file_path, options: j.options,
-      output_format: j.output_format, output_path: j.output_path, data_path: j.data_path, preview_url: preview, error: j.error,
-      image: j.image ?? null, created_at: j.created_at, started_at: j.started_at, completed_at: j.completed_at,
-    };
-  };
+  const deps = { store, clock, jobs, access: app.operon.auth.access, publicUrl: config.publicUrl, signingSecret: config.signingSecret };
+  const view = (j: RenderJobRecord) => renderJobView(deps, j);
 
   r.post("/v1/visualizations/render", {
     config: { scope: "files" },
@@ -82,35 +58,7 @@ export async function renderRoutes(app: FastifyInstance, opts: { jobs: RenderJob
       response: { 202: jsonResponse(dataOf(JobSchema), "The job, queued."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req, reply) => {
-    const b = req.body;
-    const auth = requireAuth(req);
-    if (!(PLOT_TYPES as readonly string[]).includes(b.type)) throw new ApiError("invalid_request", `type: unknown plot type ${JSON.stringify(b.type)}; valid types: ${PLOT_TYPES.join(", ")}`, { field: "type", valid_values: [...PLOT_TYPES] });
-    const type = b.type as PlotType;
-    const format = (b.output_format ?? "png").toLowerCase();
-    if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new ApiError("invalid_request", `output_format: must be png or svg`, { field: "output_format", valid_values: [...OUTPUT_FORMATS] });
-    const given = b.file_path ?? b.file_key;
-    const field = b.file_path !== undefined ? "file_path" : "file_key";
-    if (!given) throw badRequest("file_path", "is required");
-    const parsed = parsePlotOptions(type, b.options);
-    if (!parsed.ok) {
-      const first = parsed.errors[0]!;
-      throw new ApiError("invalid_request", parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "), { field: first.path, errors: parsed.errors });
-    }
-    const ws = await app.operon.auth.workspace(auth, b.workspace_id);
-    const { key, storageKey } = fileKey(ws, field, given);
-    const input = INPUTS[type];
-    if (!input.ext.test(key)) throw badRequest(field, `${type} reads ${input.what}; ${JSON.stringify(key.split("/").pop())} is not one`);
-    const options = { ...parsed.options };
-    for (const opt of FILE_OPTIONS[type]) {
-      const v = options[opt];
-      if (typeof v !== "string") continue;
-      const f = fileKey(ws, `options.${opt}`, v);
-      if (!(await store.head(f.storageKey))) throw new ApiError("not_found", `options.${opt}: ${JSON.stringify(f.key)} not found in workspace ${ws.id}`, { field: `options.${opt}` });
-      options[opt] = f.key;
-    }
-    const folder = outputFolder(b.output_path);
-    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found in workspace ${ws.id}`, { field });
-    const job = await jobs.submit({ organization: ws.organization, workspace: ws.id, keyId: auth.keyId, type, filePath: key, options, format: format as OutputFormat, outputFolder: folder });
+    const job = await submitRender(deps, requireAuth(req), req.body);
     return reply.status(202).send({ data: view(job) });
   });
 
@@ -124,21 +72,7 @@ export async function renderRoutes(app: FastifyInstance, opts: { jobs: RenderJob
       response: { 200: jsonResponse(dataOf(JobSchema), "The job."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req) => {
-    const auth = requireAuth(req);
-    const id = req.params.job_id;
-    const notFound = () => new ApiError("not_found", `render job ${JSON.stringify(id)} not found`);
-    if (!RENDER_ID.test(id)) throw notFound();
-    let candidates: WorkspaceRecord[];
-    if (req.query.workspace_id) candidates = [await app.operon.auth.workspace(auth, req.query.workspace_id)];
-    else {
-      const all = await service.listWorkspaces(auth.organization);
-      candidates = all.filter((w) => !auth.workspaces || auth.workspaces.has(w.id));
-    }
-    for (const ws of candidates) {
-      const job = await jobs.get(ws.organization, ws.id, id);
-      if (job) return { data: view(job) };
-    }
-    throw notFound();
+    return { data: view(await getRenderJob(deps, requireAuth(req), req.params.job_id, req.query.workspace_id)) };
   });
 
   r.get("/v1/visualizations", {
@@ -159,14 +93,4 @@ export async function renderRoutes(app: FastifyInstance, opts: { jobs: RenderJob
     const page = await jobs.list(ws.organization, ws.id, req.query.limit, req.query.cursor);
     return listEnvelope(page.items.map(view), page.nextCursor !== null, page.nextCursor);
   });
-}
-
-/** The output folder as a workspace prefix (`plots/`), through the same normalizer as every path. */
-function outputFolder(input: string | undefined): string {
-  if (input === undefined) return "plots/";
-  const trimmed = input.replace(/\/+$/, "");
-  if (trimmed === "" || trimmed === ".") return "";
-  const n = normalizeWorkspacePath(trimmed);
-  if (!n.ok) throw badRequest("output_path", n.reason);
-  return `${n.path}/`;
 }

@@ -5,25 +5,13 @@
  * behind steps queued earlier), runs through the same executor, and answers with its exit
  * code, output (capped) and the files it produced.
  */
-import { isFinal } from "../../core/status.js";
-import { randomBytes } from "node:crypto";
-import { accessSync, constants } from "node:fs";
-import { delimiter, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { runFolderName, ulid } from "../../core/ids.js";
-import { stepTimeoutMs } from "../../core/plan.js";
-import { StoreError } from "../../core/ports.js";
-import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../../core/tools/index.js";
-import { ApiError } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf } from "../openapi.js";
 import type { Engine } from "../../engine/engine.js";
-import { requireAuth, workspaceRoot } from "./common.js";
-
-const OUTPUT_CAP = 64 * 1024;
-/** How long a tool run waits for a free slot before giving up (503). */
-const SLOT_WAIT_MS = 5 * 60_000;
+import { runTool, toolViews } from "../../engine/tool-service.js";
+import { requireAuth } from "./common.js";
 
 const ToolSchema = z.object({
   id: z.string(),
@@ -46,21 +34,9 @@ const ToolRunSchema = z.object({
   run_id: z.string().optional().describe("Cluster mode: the one-step pipeline run that ran the tool."),
 });
 
-/** Whether every local executable of a tool is on PATH (embedded mode runs them from there). */
-function availableLocally(executables: readonly string[]): boolean {
-  const dirs = (process.env.PATH ?? "").split(delimiter).filter(Boolean);
-  return executables.every((e) => dirs.some((d) => { try { accessSync(join(d, e), constants.X_OK); return true; } catch { return false; } }));
-}
-
 export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const tools = defaultCatalogue.ids.map((id) => defaultCatalogue.get(id)).filter((t) => t !== undefined);
-  const view = tools.map((t) => ({
-    id: t.id, description: t.description, version: t.version, image: t.image, ...(t.imageNote ? { image_note: t.imageNote } : {}),
-    commands: Object.entries(t.commands).map(([name, c]) => ({ name, description: c.description, required: c.required })),
-    input_schema: toolInputJsonSchema(t),
-    available: app.operon.deps.config.storage === "local" ? availableLocally(t.localExecutables) : true,
-  }));
+  const view = toolViews(app.operon.deps.config.storage);
   app.get("/v1/tools", { config: { scope: "tools" }, schema: {
     tags: ["tools"], summary: "List tools with their commands and input schemas", operationId: "listTools",
     response: { 200: jsonResponse(listOf(ToolSchema), "Every tool of the catalogue (one page)."), ...errorResponses(401, 403, 429, 500, 503) },
@@ -78,105 +54,7 @@ export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }
       response: { 200: jsonResponse(dataOf(ToolRunSchema), "The tool ran (whether it succeeded is in status and exit_code)."), ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503) },
     },
   }, async (req) => {
-    const auth = requireAuth(req);
-    const tool = defaultCatalogue.get(req.params.toolId);
-    if (!tool) throw new ApiError("not_found", `unknown tool ${JSON.stringify(req.params.toolId)}; tools: ${defaultCatalogue.ids.join(", ")}`, { valid_values: [...defaultCatalogue.ids] });
-    const built = buildInvocation(tool, req.body.input, { runtime: "local" });
-    if (!built.ok) throw new ApiError("invalid_request", built.errors.map((e) => `input${e.path.replace(/\//g, ".")}: ${e.message}`).join("; "), { errors: built.errors });
-    if (built.invocation.inputs.length > 0 && !req.body.workspace_id) throw new ApiError("invalid_request", "workspace_id: is required for a tool that reads files", { field: "workspace_id" });
-    const ws = req.body.workspace_id ? await app.operon.auth.workspace(auth, req.body.workspace_id) : undefined;
-    const root = ws ? workspaceRoot(ws) : `orgs/${auth.organization}/_tool-runs/`;
-    for (const i of built.invocation.inputs) {
-      if (!(await app.operon.deps.store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
-    }
-    if (engine.executor.runtime === "container") return runAsPipelineRun(app, engine, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: req.body.input, stdout: built.invocation.stdout });
-    const now = app.operon.deps.clock.now();
-    const taskId = `tool-${ulid(now, randomBytes(10))}`;
-    // Take a slot like a pipeline step would; wait (never fail) while the organization is full.
-    let release = engine.ledger.tryAcquire(auth.organization, taskId);
-    const deadline = Date.now() + SLOT_WAIT_MS;
-    while (!release) {
-      if (Date.now() > deadline) throw new ApiError("unavailable", "no compute slot became free in time; retry later");
-      await new Promise((res) => setTimeout(res, 50));
-      release = engine.ledger.tryAcquire(auth.organization, taskId);
-    }
-    try {
-      const runRoot = `${root}tool-runs/${runFolderName(now)}-${taskId.slice(-6)}/`;
-      const done = new Promise<void>((resolve) => {
-        const unwatch = engine.executor.watch(async (id) => {
-          if (id !== taskId) return;
-          const o = (await engine.executor.observe(taskId)).get(tool.id);
-          if (o && o.phase !== "running") { unwatch(); resolve(); }
-        });
-      });
-      await engine.executor.submit({ runId: taskId, organization: auth.organization, stepId: tool.id, attempt: 1, toolName: tool.id, invocation: built.invocation, workspaceRoot: root, runRoot, timeoutMs: stepTimeoutMs({ stepId: tool.id }) });
-      await done;
-      const o = (await engine.executor.observe(taskId)).get(tool.id);
-      const log = (await engine.executor.logs(taskId, tool.id)) ?? "";
-      let stdout = "";
-      if (built.invocation.stdout) {
-        try {
-          const { body } = await app.operon.deps.store.get(runRoot + built.invocation.stdout);
-          for await (const c of body) { stdout += Buffer.from(c).toString("utf8"); if (stdout.length > OUTPUT_CAP) break; }
-        } catch (e) { if (!(e instanceof StoreError)) throw e; }
-      }
-      return {
-        data: {
-          exit_code: o?.exitCode ?? null,
-          status: o?.phase ?? "failed",
-          stdout: stdout.slice(0, OUTPUT_CAP),
-          stderr: log.slice(-OUTPUT_CAP),
-          error: o?.phase === "completed" ? null : (o?.message ?? null),
-          output_files: (o?.outputs ?? []).map((f) => ({ key: f.key.slice(root.length), size: f.size, sha256: f.sha256 })),
-        },
-      };
-    } finally {
-      release();
-    }
+    const { store, clock } = app.operon.deps;
+    return { data: await runTool({ engine, store, clock, access: app.operon.auth.access }, requireAuth(req), req.params.toolId, req.body) };
   });
-}
-
-/**
- * Cluster mode: the api-server runs no steps, so a tool run is a one-step PipelineRun. The
- * operator admits it under the organization's limit like any step and runs it as a Job; the
- * request waits for it to finish and answers in the same shape as embedded mode.
- */
-async function runAsPipelineRun(app: FastifyInstance, engine: Engine, t: { organization: string; keyId: string; workspace: string | undefined; root: string; toolId: string; input: Record<string, unknown>; stdout: string | undefined }) {
-  if (!t.workspace) throw new ApiError("invalid_request", "workspace_id: is required for tool runs in cluster mode (the run's files are kept in a workspace)", { field: "workspace_id" });
-  const spec = { id: `tool-${t.toolId}`, name: `${t.toolId} (tool run)`, steps: [{ stepId: "run", toolName: t.toolId, parameters: t.input }] };
-  const res = await engine.submit({ organization: t.organization, workspace: t.workspace, keyId: t.keyId, spec, source: { kind: "inline" }, input: {}, name: spec.name });
-  if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
-  const id = res.run.id;
-  const deadline = Date.now() + SLOT_WAIT_MS + stepTimeoutMs({ stepId: "run" });
-  let run = res.run;
-  while (!isFinal(run.status)) {
-    if (Date.now() > deadline) throw new ApiError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, 1000);
-      const unwatch = engine.runs.watch((changed) => { if (changed === id) done(); });
-      function done() { clearTimeout(timer); unwatch(); resolve(); }
-    });
-    run = (await engine.runs.get(id)) ?? run;
-  }
-  const step = run.steps[0];
-  const runRoot = `${t.root}${run.outputFolder}/`;
-  const read = async (key: string): Promise<string> => {
-    let text = "";
-    try {
-      const { body } = await app.operon.deps.store.get(key);
-      for await (const c of body) { text += Buffer.from(c).toString("utf8"); if (text.length > OUTPUT_CAP) break; }
-    } catch (e) { if (!(e instanceof StoreError)) throw e; }
-    return text;
-  };
-  return {
-    data: {
-      exit_code: step?.exitCode ?? null,
-      status: step?.status ?? run.status,
-      stdout: t.stdout ? (await read(runRoot + t.stdout)).slice(0, OUTPUT_CAP) : "",
-      stderr: (await read(`${runRoot}logs/run.log`)).slice(-OUTPUT_CAP),
-      error: step?.status === "completed" ? null : (step?.error ?? run.error),
-      output_files: (step?.outputs ?? []).map((f) => ({ key: f.key.slice(t.root.length), size: f.size, sha256: f.sha256 })),
-      run_id: id,
-    },
-  };
 }

@@ -14,16 +14,17 @@ import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { detectViewer, KNOWN_EXTENSIONS, parseRegion, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type FileGrant, isFileGrant, type ViewerFormat, type ViewerGrant } from "../../core/viewers.js";
+import { detectViewer, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type FileGrant, isFileGrant, type ViewerGrant } from "../../core/viewers.js";
 import { workspaceRoot as workspaceRootKey } from "../../core/layout.js";
 import type { ObjectStore } from "../../core/ports.js";
 import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type PreparedView } from "../../engine/viewer-data.js";
 import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
-import { ApiError, badRequest } from "../errors.js";
+import { ApiError } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
 import { sendObject } from "../byte-range.js";
-import { signGrant, verifyGrant } from "../viewer-token.js";
-import { fileKey, requireAuth, workspaceId } from "./common.js";
+import { verifyGrant } from "../viewer-token.js";
+import { createViewerLink } from "../../engine/viewer-links.js";
+import { requireAuth, workspaceId } from "./common.js";
 
 const require = createRequire(import.meta.url);
 
@@ -153,43 +154,10 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
       },
     },
   }, async (req) => {
-    const b = req.body;
-    const given = b.file_path ?? b.file_key;
-    const field = b.file_path !== undefined ? "file_path" : "file_key";
-    if (!given) throw badRequest("file_path", "is required");
-    let format: ViewerFormat | undefined;
-    if (b.format !== undefined) {
-      if (!(VIEWER_FORMATS as readonly string[]).includes(b.format)) throw new ApiError("invalid_request", `format: must be one of ${VIEWER_FORMATS.join(", ")}`, { field: "format", valid_values: [...VIEWER_FORMATS] });
-      format = b.format as ViewerFormat;
-    }
-    const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
-    const { key, storageKey } = fileKey(ws, field, given);
-    const detected = detectViewer(key, format);
-    if (!detected) {
-      throw new ApiError("invalid_request", `format: no viewer for ${JSON.stringify(key.split("/").pop())}; give \`format\` (one of ${VIEWER_FORMATS.join(", ")}) or use a known extension (${KNOWN_EXTENSIONS.join(" ")})`, { field: "format", valid_values: [...VIEWER_FORMATS] });
-    }
-    let region: string | undefined;
-    if (b.region !== undefined) {
-      const p = parseRegion(b.region);
-      if ("error" in p) throw badRequest("region", p.error);
-      region = `${p.chr}:${p.start}-${p.end}`;
-    }
-    let reference: string | undefined;
-    if (b.reference !== undefined) {
-      const ref = fileKey(ws, "reference", b.reference);
-      const d = detectViewer(ref.key);
-      if (d?.subtype !== "fasta") throw badRequest("reference", "must be a FASTA file (.fa, .fasta, .fna, optionally .gz)");
-      if (!(await store.head(ref.storageKey))) throw new ApiError("not_found", `reference ${JSON.stringify(ref.key)} not found`, { field: "reference" });
-      reference = ref.key;
-    }
-    if (detected.subtype === "cram" && !reference) throw badRequest("reference", "a CRAM file is shown with its reference FASTA: give `reference`");
-    if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`, { field });
-    const exp = Math.floor(clock.now() / 1000) + b.expires_in;
-    const grant: FileGrant = { v: 1, o: ws.organization, w: ws.id, k: key, f: detected.format, exp, ...(reference ? { r: reference } : {}), ...(region ? { g: region } : {}) };
-    const token = signGrant(config.signingSecret, grant);
+    const { grant, link } = await createViewerLink({ store, clock, access: app.operon.auth.access, publicUrl: config.publicUrl, signingSecret: config.signingSecret }, requireAuth(req), req.body);
     // Start the preparation now (an index, a conversion): the page usually opens seconds later.
     data.prepare(grant).catch((e: unknown) => req.log.debug({ err: e }, "viewer preparation failed"));
-    return { data: { viewer_url: `${config.publicUrl}/view/${token}`, format: detected.format, expires_in: b.expires_in, expires_at: new Date(exp * 1000).toISOString() } };
+    return { data: link };
   });
 
   /* ------------------------------------------------------------ the pages */

@@ -13,8 +13,7 @@ export async function workspaceRoutes(app: FastifyInstance): Promise<void> {
     response: { 200: jsonResponse(listOf(WorkspaceSchema), "The workspaces (one page: has_more is false)."), ...errorResponses(401, 429, 500, 503) },
   } }, async (req) => {
     const auth = requireAuth(req);
-    const all = await app.operon.deps.service.listWorkspaces(auth.organization);
-    const visible = all.filter((w) => auth.workspaces === null || auth.workspaces.has(w.id));
+    const visible = await app.operon.auth.access.visibleWorkspaces(auth);
     return listEnvelope(visible.map((w) => ({ id: w.id, name: w.name, created_at: w.created_at })), false, null);
   });
 }

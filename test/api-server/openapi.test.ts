@@ -37,6 +37,10 @@ const NOT_API: Record<string, string> = {
   [`PUT ${PRESIGNED_PATH}`]: "presigned upload URL target",
   // Viewer links: the page and what it loads, reached through the viewer_url that
   // POST /v1/visualizations/viewer-url returns (documented there), signed, not keyed.
+  // MCP (JSON-RPC over Streamable HTTP, its own protocol; docs/api.md "MCP"), not a JSON API route.
+  "POST /mcp": "MCP endpoint (JSON-RPC), for MCP clients",
+  "GET /mcp": "MCP endpoint: answers 405 (stateless server, no SSE stream)",
+  "DELETE /mcp": "MCP endpoint: answers 405 (stateless server, no sessions)",
   "GET /view/assets/:name": "viewer pages' scripts and styles",
   "GET /view/:token": "viewer page",
   "GET /view/:token/meta": "viewer page data",

@@ -39,6 +39,7 @@ const COMMANDS: Record<string, string[]> = {
   "validate": ["--json"],
   "run": ["!--workspace", "--input", "--follow", "--json", "--url", "--key", "--poll-ms"],
   "tools": ["--json"],
+  "mcp": ["--url", "--key"],
   "stage-in": ["!--workdir", "--termination-log"],
   "stage-out": ["!--workdir", "--termination-log"],
 };

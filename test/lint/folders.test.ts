@@ -16,9 +16,10 @@ const ALLOWED: Record<string, string[]> = {
   core: [],
   adapters: ["core"],
   engine: ["core", "adapters"],
-  "api-server": ["core", "adapters", "engine"],
+  assistant: ["core", "adapters", "engine"],
+  "api-server": ["core", "adapters", "engine", "assistant"],
   operator: ["core", "adapters", "engine"],
-  cli: ["core", "adapters", "engine", "api-server", "operator"],
+  cli: ["core", "adapters", "engine", "assistant", "api-server", "operator"],
 };
 
 function tsFiles(dir: string): string[] {
