@@ -22,7 +22,7 @@ import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-run
 import { ApiError } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
 import { sendObject } from "../byte-range.js";
-import { verifyGrant } from "../viewer-token.js";
+import { verifyGrant } from "../../engine/viewer-token.js";
 import { createViewerLink } from "../../engine/viewer-links.js";
 import { requireAuth, workspaceId } from "./common.js";
 
