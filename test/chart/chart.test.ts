@@ -321,6 +321,11 @@ t.test("least privilege and pod security, read from the rendered objects", async
     t.equal(ingress[0]?.spec.ingressClassName, "nginx");
     t.same(ingress[0]?.spec.tls, [{ hosts: ["operon.example.org"], secretName: "operon-tls" }]);
     t.equal(ingress[0]?.metadata.annotations?.["cert-manager.io/cluster-issuer"], "letsencrypt");
+    // The API, the viewer links (/view/…) and MCP (/mcp) all reach the api-server through it.
+    const paths = (ingress[0]?.spec as unknown as { rules: Array<{ http: { paths: Array<{ path: string; pathType: string; backend: { service: { name: string } } }> } }> }).rules[0]?.http.paths ?? [];
+    for (const p of ["/v1/workspaces", "/view/x", "/mcp"]) {
+      t.ok(paths.some((r) => r.pathType === "Prefix" && p.startsWith(r.path) && r.backend.service.name === "operon-api"), `${p} is routed to the api-server`);
+    }
     const policies = ofKind<K8sObject & { spec: { ingress: Array<{ from?: unknown[] }> } }>(docs, "NetworkPolicy");
     t.equal(policies.length, 3, "a NetworkPolicy for each Deployment, and the step pods' one");
     t.equal(policies.find((p) => p.metadata.name === "operon-api")?.spec.ingress[0]?.from?.length, 2, "the API only from the two namespace selectors");
