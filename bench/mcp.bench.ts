@@ -54,6 +54,12 @@ async function main() {
     const ops: Record<string, () => Promise<unknown>> = {
       "http GET /v1/tools": async () => { const r = await fetch(`${base}/v1/tools`, { headers }); if (!r.ok) throw new Error(String(r.status)); return r.json(); },
       "mcp tools/list": async () => client.listTools(),
+      "mcp tools/list, raw POST": async () => {
+        const r = await fetch(`${base}/mcp`, { method: "POST", headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
+        const body = (await r.json()) as { result?: { tools: unknown[] } };
+        if (!r.ok || !body.result?.tools.length) throw new Error(`raw tools/list: ${r.status} ${JSON.stringify(body).slice(0, 200)}`);
+        return body;
+      },
       "http GET /v1/files": async () => { const r = await fetch(`${base}/v1/files?workspace_id=default`, { headers }); if (!r.ok) throw new Error(String(r.status)); return r.json(); },
       "mcp service_list_files": async () => { const r = await client.callTool({ name: "service_list_files", arguments: { workspace_id: "default" } }); if (r.isError) throw new Error(JSON.stringify(r.content)); return r; },
     };
@@ -85,6 +91,7 @@ Measured ${new Date().toISOString().slice(0, 10)} on ${machine}; load average ${
 | operation | HTTP p50 / p99 | MCP p50 / p99 | MCP ÷ HTTP (p50 / p99) |
 |---|---|---|---|
 ${row("mcp tools/list", "http GET /v1/tools", "list the tools (MCP `tools/list`: the 16 assistant tools for this key; HTTP `GET /v1/tools`: the catalogue)")}
+${row("mcp tools/list, raw POST", "http GET /v1/tools", "the same `tools/list` as one plain JSON-RPC POST (no SDK client: no response validation, no output-schema compilation)")}
 ${row("mcp service_list_files", "http GET /v1/files", "list a workspace's 20 files (`service_list_files` / `GET /v1/files`)")}
 <!-- mcp:end -->`;
     console.log(section);

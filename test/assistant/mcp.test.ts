@@ -75,7 +75,7 @@ t.test("tools/list: annotations on every tool, JSON Schema inputs, scopes filter
   t.notOk(lnames.some((n) => /pipeline|_run|tool/.test(n)), `no pipeline or tool tools for a files-only key: ${lnames.join(", ")}`);
   const denied = await call(limited, "service_run_pipeline", { workspace_id: "ws1", pipeline_id: "bwa-align" });
   t.ok(denied.isError, "calling a pipeline tool without the tools scope is an error");
-  t.match(text(denied), /not found/);
+  t.match(text(denied), /^not_found: name: no tool "service_run_pipeline" for this key/, "the tool is unknown to this key");
 });
 
 t.test("bwa-align end to end: run, wait, save (conflict, overwrite), listed", async (t) => {
