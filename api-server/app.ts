@@ -31,6 +31,10 @@ import { createRenderJobs, type RenderJobs } from "../engine/render-jobs.js";
 import { renderRoutes } from "./routes/render.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { PipelineService } from "../engine/pipeline-service.js";
+import { queryRoutes } from "./routes/query.js";
+import type { AssistantDeps } from "../assistant/tools.js";
+import type { AgentLimits } from "../assistant/agent.js";
+import { createProvider, type LlmProvider, type LlmSettings } from "../assistant/providers/index.js";
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &
@@ -49,6 +53,8 @@ export interface AppDeps {
   version?: string;
   /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
   toolRunner?: ToolRunner;
+  /** The agent's LLM (OPERON_LLM_*): settings, or a provider object; neither: /v1/query answers 503. */
+  llm?: { settings?: LlmSettings; provider?: LlmProvider; limits?: Partial<AgentLimits> };
 }
 
 export type RouteScope = Scope | "any" | "public";
@@ -222,15 +228,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     app.addHook("onClose", async () => { await owned.stop(); });
   }
   if (renders) await app.register(renderRoutes, { jobs: renders });
-  // The assistant tools over MCP: the same service objects as the routes above.
-  await app.register(mcpRoutes, {
-    version: deps.version ?? "unknown",
-    deps: {
-      store: deps.store, service: deps.service, clock, access: auth.access, publicUrl: deps.config.publicUrl, signingSecret: deps.config.signingSecret,
-      storage: deps.config.storage, engine: deps.engine, renders,
-      pipelines: deps.engine ? new PipelineService({ engine: deps.engine, store: deps.store, access: auth.access, clock }) : undefined,
-    },
-  });
+  // The assistant tools, over MCP and to the agent: the same service objects as the routes above.
+  const assistant: AssistantDeps = {
+    store: deps.store, service: deps.service, clock, access: auth.access, publicUrl: deps.config.publicUrl, signingSecret: deps.config.signingSecret,
+    storage: deps.config.storage, engine: deps.engine, renders,
+    pipelines: deps.engine ? new PipelineService({ engine: deps.engine, store: deps.store, access: auth.access, clock }) : undefined,
+  };
+  await app.register(mcpRoutes, { version: deps.version ?? "unknown", deps: assistant });
+  const provider = deps.llm?.provider ?? (deps.llm?.settings ? createProvider(deps.llm.settings) : undefined);
+  await app.register(queryRoutes, { query: { assistant, provider, limits: deps.llm?.limits } });
 
   app.addHook("onClose", async () => { await auth.stop(); });
   return app;

@@ -49,6 +49,7 @@ const ERROR_DESCRIPTIONS = {
   422: "Well-formed but invalid (`validation_failed`): `details.errors` lists every issue; nothing was started.",
   429: "Rate limit exceeded (`rate_limited`), per key or per client address; see Retry-After.",
   500: "Unexpected failure (`internal_error`); the message carries nothing of the server's internals.",
+  502: "The LLM provider failed, timed out or answered with something that is not a valid reply (`upstream_error`); the message is the provider's.",
   503: "A dependency (the object store, a compute slot) is unavailable (`unavailable`); retry after Retry-After seconds.",
 } as const;
 
@@ -181,6 +182,7 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
       { name: "conversations", description: "Conversation history, read only (scope `conversations`)." },
       { name: "tools", description: "The tool catalogue and synchronous tool runs (scope `tools`)." },
       { name: "pipelines", description: "Pipeline specs and runs (scope `tools`)." },
+      { name: "query", description: "The agent: a prompt answered by a model that chains the assistant tools with the key's own authority; each turn is recorded as a conversation (scope `query`)." },
       { name: "visualizations", description: "Shareable viewer links for workspace files (scope `files`); the links themselves (`/view/<token>`) need no key." },
     ],
   },

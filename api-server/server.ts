@@ -24,6 +24,12 @@ export async function startServer(config: Config, log: (s: string) => void, vers
     service: rt.service,
     logger: { level: process.env.LOG_LEVEL ?? "info" },
     engine: parts.engine,
+    llm: {
+      ...(config.OPERON_LLM_PROVIDER && config.OPERON_LLM_MODEL
+        ? { settings: { provider: config.OPERON_LLM_PROVIDER, model: config.OPERON_LLM_MODEL, baseUrl: config.OPERON_LLM_BASE_URL, apiKey: config.OPERON_LLM_API_KEY } }
+        : {}),
+      limits: { maxToolRounds: config.OPERON_LLM_MAX_TOOL_ROUNDS, deadlineMs: config.OPERON_LLM_TURN_TIMEOUT_SECONDS * 1000, maxOutputTokens: config.OPERON_LLM_MAX_OUTPUT_TOKENS },
+    },
     ...(version ? { version } : {}),
   });
   app.addHook("onClose", async () => { await parts.stop(); });

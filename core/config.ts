@@ -54,10 +54,18 @@ const EnvSchema = z.object({
   OPERON_CLEANUP_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Operator: parallel reconciles. */
   OPERON_OPERATOR_WORKERS: z.coerce.number().int().min(1).max(64).default(8),
+  /** The agent's LLM: `openai` (chat completions: OpenAI, Ollama, vLLM, llama.cpp) or `anthropic` (Messages). Unset: no agent (503). */
   OPERON_LLM_PROVIDER: z.enum(["anthropic", "openai"]).optional(),
+  /** The provider's API base, e.g. http://127.0.0.1:11434/v1 for Ollama (default: the provider's own). */
   OPERON_LLM_BASE_URL: z.url().optional(),
   OPERON_LLM_API_KEY: z.string().optional(),
-  OPERON_LLM_MODEL: z.string().optional(),
+  OPERON_LLM_MODEL: z.string().min(1).optional(),
+  /** The agent: tool rounds (model answers with tool calls) per turn. */
+  OPERON_LLM_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(100).default(12),
+  /** The agent: seconds a turn may take, model and tools together. */
+  OPERON_LLM_TURN_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(600),
+  /** The agent: output tokens the model may produce per turn, all rounds together. */
+  OPERON_LLM_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(64).max(1_000_000).default(16_384),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -92,6 +100,8 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   const e = r.data;
   const storage = e.OPERON_STORAGE ?? (e.OPERON_MODE === "cluster" || e.S3_BUCKET ? "s3" : "local");
   if (storage === "s3" && !e.S3_BUCKET) return { ok: false, message: "invalid configuration: S3_BUCKET: required when storage is S3 (cluster mode)" };
+  if (e.OPERON_LLM_PROVIDER && !e.OPERON_LLM_MODEL) return { ok: false, message: "invalid configuration: OPERON_LLM_MODEL: required when OPERON_LLM_PROVIDER is set (e.g. gpt-4.1, claude-sonnet-4-5, or an Ollama model such as qwen3)" };
+  if (e.OPERON_LLM_PROVIDER && !e.OPERON_LLM_BASE_URL && !e.OPERON_LLM_API_KEY) return { ok: false, message: `invalid configuration: OPERON_LLM_API_KEY: required for ${e.OPERON_LLM_PROVIDER === "openai" ? "OpenAI's" : "Anthropic's"} own API (a self-hosted server such as Ollama needs OPERON_LLM_BASE_URL instead)` };
   const host = e.HOST ?? (e.OPERON_MODE === "cluster" ? "0.0.0.0" : "127.0.0.1");
   const publicUrl = (e.OPERON_PUBLIC_URL ?? `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${e.PORT}`).replace(/\/+$/, "");
   return { ok: true, config: { ...e, host, publicUrl, storage } };

@@ -19,6 +19,8 @@ export const STATUS = {
   validation_failed: 422,
   rate_limited: 429,
   internal_error: 500,
+  /** A service the request depends on (the agent's LLM provider) failed or timed out. */
+  upstream_error: 502,
   unavailable: 503,
 } as const;
 

@@ -15,6 +15,7 @@ import type { z } from "zod";
 import { PRESIGNED_PATH } from "../../adapters/local/presign.js";
 import { MAX_STEPS } from "../../core/spec/schema.js";
 import { multipartBody, testApp, type TestApp } from "../support/app.js";
+import type { LlmProvider } from "../../assistant/providers/types.js";
 
 type Json = Record<string, unknown>;
 interface MediaType { schema?: Json }
@@ -91,7 +92,9 @@ function record(app: FastifyInstance, into: Seen[]): void {
   });
 }
 
-const a: TestApp = await testApp({ engine: {} });
+// The agent's provider, in process: the wire formats are agent.test.ts's; here only the route's answers matter.
+const provider: LlmProvider = { name: "openai", model: "fake", send: async () => ({ text: "Hello.", tool_calls: [], usage: { input_tokens: 1, output_tokens: 1 }, model: "fake", stop: "end" }) };
+const a: TestApp = await testApp({ engine: {}, llm: { provider } });
 t.teardown(() => a.close());
 const seen: Seen[] = [];
 record(a.app, seen);
@@ -188,7 +191,7 @@ t.test("the inline pipeline spec is the spec's own schema", async (t) => {
 
 t.test("what the app answers is what the document says", async (t) => {
   await a.service.createWorkspace("acme", "ws1");
-  const all = { authorization: `Bearer ${await a.key("acme", ["files", "tools", "conversations"])}` };
+  const all = { authorization: `Bearer ${await a.key("acme", ["files", "tools", "conversations", "query"])}` };
   const convOnly = { authorization: `Bearer ${await a.key("acme", ["conversations"])}` };
   const call = (method: "GET" | "POST" | "DELETE", url: string, payload?: object, headers: Record<string, string> = all) =>
     a.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
@@ -242,6 +245,10 @@ t.test("what the app answers is what the document says", async (t) => {
   await expect(call("GET", "/v1/conversations?workspace_id=ws1"), 200, "list conversations");
   await expect(call("GET", "/v1/conversations/c1?workspace_id=ws1"), 200, "get a conversation");
   await expect(call("GET", "/v1/conversations/c2?workspace_id=ws1"), 404, "unknown conversation");
+
+  // The agent.
+  await expect(call("POST", "/v1/query", { prompt: "hello", workspace_id: "ws1" }), 200, "query");
+  await expect(call("POST", "/v1/query", { workspace_id: "ws1" }), 400, "query without a prompt");
 
   // Tools.
   await expect(call("GET", "/v1/tools"), 200, "list tools");

@@ -81,3 +81,21 @@ t.test("a harmless variable's value is still shown (PORT=abc), credentials in it
   t.notOk(u.message.includes("pa55word"), u.message);
   t.notOk(u.message.includes("abc123"), u.message);
 });
+
+t.test("the agent's LLM: a provider needs a model, and a key unless a base URL names a self-hosted server; limits have defaults", async (t) => {
+  const none = parseConfig({});
+  if (!none.ok) throw new Error(none.message);
+  t.equal(none.config.OPERON_LLM_PROVIDER, undefined, "no provider by default");
+  t.same([none.config.OPERON_LLM_MAX_TOOL_ROUNDS, none.config.OPERON_LLM_TURN_TIMEOUT_SECONDS, none.config.OPERON_LLM_MAX_OUTPUT_TOKENS], [12, 600, 16_384]);
+  const noModel = parseConfig({ OPERON_LLM_PROVIDER: "openai", OPERON_LLM_API_KEY: "sk-x" });
+  t.match(noModel.ok ? "" : noModel.message, /^invalid configuration: OPERON_LLM_MODEL: required when OPERON_LLM_PROVIDER is set/);
+  const noKey = parseConfig({ OPERON_LLM_PROVIDER: "anthropic", OPERON_LLM_MODEL: "claude-sonnet-4-5" });
+  t.match(noKey.ok ? "" : noKey.message, /^invalid configuration: OPERON_LLM_API_KEY: required for Anthropic's own API/);
+  const ollama = parseConfig({ OPERON_LLM_PROVIDER: "openai", OPERON_LLM_MODEL: "qwen3", OPERON_LLM_BASE_URL: "http://127.0.0.1:11434/v1", OPERON_LLM_MAX_TOOL_ROUNDS: "5" });
+  t.ok(ollama.ok, "Ollama: a base URL and no key");
+  if (ollama.ok) t.equal(ollama.config.OPERON_LLM_MAX_TOOL_ROUNDS, 5);
+  const bad = parseConfig({ OPERON_LLM_PROVIDER: "gemini" });
+  t.match(bad.ok ? "" : bad.message, /^invalid configuration: OPERON_LLM_PROVIDER:/);
+  const rounds = parseConfig({ OPERON_LLM_MAX_TOOL_ROUNDS: "0" });
+  t.match(rounds.ok ? "" : rounds.message, /^invalid configuration: OPERON_LLM_MAX_TOOL_ROUNDS:/);
+});

@@ -28,7 +28,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger">> & { ttlSeconds?: number; rateLimit?: number; ipRateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue } } = {}): Promise<TestApp> {
+export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger" | "llm">> & { ttlSeconds?: number; rateLimit?: number; ipRateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue } } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
@@ -46,6 +46,7 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | 
     store, service, clock,
     ...(options.maxUploadBytes !== undefined ? { maxUploadBytes: options.maxUploadBytes } : {}),
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
+    ...(options.llm !== undefined ? { llm: options.llm } : {}),
     ...(engine ? { engine } : {}),
   });
   return {
