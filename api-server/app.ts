@@ -54,7 +54,7 @@ export interface AppDeps {
   /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
   toolRunner?: ToolRunner;
   /** The agent's LLM (OPERON_LLM_*): settings, or a provider object; neither: /v1/query answers 503. */
-  llm?: { settings?: LlmSettings; provider?: LlmProvider; limits?: Partial<AgentLimits> };
+  llm?: { settings?: LlmSettings; provider?: LlmProvider; limits?: Partial<AgentLimits>; /** POST /v1/query/stream's keep-alive comment interval (default 15 s). */ keepAliveMs?: number };
 }
 
 export type RouteScope = Scope | "any" | "public";
@@ -236,7 +236,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
   await app.register(mcpRoutes, { version: deps.version ?? "unknown", deps: assistant });
   const provider = deps.llm?.provider ?? (deps.llm?.settings ? createProvider(deps.llm.settings) : undefined);
-  await app.register(queryRoutes, { query: { assistant, provider, limits: deps.llm?.limits } });
+  await app.register(queryRoutes, { query: { assistant, provider, limits: deps.llm?.limits }, ...(deps.llm?.keepAliveMs !== undefined ? { keepAliveMs: deps.llm.keepAliveMs } : {}) });
 
   app.addHook("onClose", async () => { await auth.stop(); });
   return app;

@@ -7,6 +7,7 @@
  * knows HTTP or storage: assistant/query.ts records the turn as a conversation.
  */
 import type { AuthContext } from "../engine/access.js";
+import { checkArguments } from "./registry.js";
 import { ASSISTANT_TOOLS, callTool, jsonSchemaOf, toolsFor, type AssistantDeps, type AssistantTool, type ToolOutcome } from "./tools.js";
 import { UpstreamError, type ChatMessage, type Completion, type LlmProvider, type ToolCallRequest, type ToolDefinition, type Usage } from "./providers/types.js";
 
@@ -35,11 +36,15 @@ export interface TurnResult {
   model: string;
   usage: Usage;
   /** `answer`: the model answered; otherwise the limit that ended the turn. */
-  ended: "answer" | "max_tool_rounds" | "max_invalid_tool_calls" | "max_output_tokens" | "deadline";
+  ended: "answer" | "max_tool_rounds" | "max_invalid_tool_calls" | "max_output_tokens" | "deadline" | "stopped";
 }
+
+/** What a turn has done so far (given with a confirmation request). */
+export interface TurnProgress { tool_calls: ToolCallRecord[]; usage: Usage; model: string }
 
 /** What a turn reports as it goes (the streaming route turns these into events). */
 export type TurnEvent =
+  | { type: "content"; delta: string }
   | { type: "tool_call"; id: string; tool: string; input: unknown }
   | { type: "tool_result"; id: string; tool: string; status: "ok" | "error"; summary: string };
 
@@ -49,13 +54,22 @@ export interface TurnInput {
   provider: LlmProvider;
   limits?: Partial<AgentLimits>;
   prompt: string;
+  /** The conversation the turn belongs to (recorded by the runs it starts). */
+  conversationId?: string;
   /** The workspace the turn acts in (and its conversation lives in). */
   workspaceId: string;
   /** Earlier messages of the conversation (user and assistant text). */
   history?: readonly ChatMessage[];
+  /** Ask the model through the provider's streaming API (when it has one): text events come as the model writes. */
+  stream?: boolean;
   /** Stops the turn early (a stop request); the deadline is added to it. */
   signal?: AbortSignal;
   onEvent?: (e: TurnEvent) => void;
+  /**
+   * Asked before a tool that spends compute or changes data (not annotated read-only) runs,
+   * with a valid call: true runs it, false tells the model the user declined.
+   */
+  confirm?: (call: { id: string; tool: string; input: unknown }, progress: TurnProgress) => Promise<boolean>;
   log?: (err: unknown) => void;
   /** The registry (tests may narrow it); default every assistant tool. */
   tools?: readonly AssistantTool[];
@@ -120,15 +134,24 @@ export async function runTurn(input: TurnInput): Promise<TurnResult> {
   for (let round = 0; ; round++) {
     const budget = limits.maxOutputTokens - usage.output_tokens;
     if (budget <= 0) return stop("max_output_tokens", `the turn used its ${limits.maxOutputTokens} output tokens`);
+    if (input.signal?.aborted) return stop("stopped", "stopped at the user's request");
     if (signal.aborted) return stop("deadline", `the turn reached its deadline of ${Math.round(limits.deadlineMs / 1000)} s`);
-    let completion: Completion;
+    let completion: Completion | undefined;
+    let streamed = false;
     try {
-      completion = await input.provider.send({
-        system, messages, tools: defs, signal,
-        maxOutputTokens: Math.min(budget, MAX_TOKENS_PER_REQUEST),
-        timeoutMs: Math.max(1, endsAt - Date.now()),
-      });
+      const request = { system, messages, tools: defs, signal, maxOutputTokens: Math.min(budget, MAX_TOKENS_PER_REQUEST), timeoutMs: Math.max(1, endsAt - Date.now()) };
+      if (input.stream && input.provider.stream) {
+        streamed = true;
+        for await (const e of input.provider.stream(request)) {
+          if (e.type === "text") input.onEvent?.({ type: "content", delta: e.delta });
+          else if (e.type === "done") completion = e.completion;
+        }
+        if (!completion) throw new UpstreamError(`the LLM provider (${input.provider.name}) stream ended without a completion`);
+      } else {
+        completion = await input.provider.send(request);
+      }
     } catch (e) {
+      if (input.signal?.aborted) return stop("stopped", "stopped at the user's request");
       const err = e instanceof UpstreamError ? e : new UpstreamError(`the LLM provider (${input.provider.name}) failed: ${e instanceof Error ? e.message : String(e)}`);
       err.turn = { tool_calls: records, usage, model };
       throw err;
@@ -136,13 +159,17 @@ export async function runTurn(input: TurnInput): Promise<TurnResult> {
     usage.input_tokens += completion.usage.input_tokens;
     usage.output_tokens += completion.usage.output_tokens;
     model = completion.model;
-    if (completion.text) lastText = completion.text;
+    if (completion.text) {
+      lastText = completion.text;
+      if (!streamed) input.onEvent?.({ type: "content", delta: completion.text });
+    }
     if (completion.tool_calls.length === 0) return { answer: completion.text, tool_calls: records, model, usage, ended: "answer" };
     if (round >= limits.maxToolRounds) return stop("max_tool_rounds", `the model still called tools after ${limits.maxToolRounds} tool rounds, the limit per turn`);
 
     messages.push({ role: "assistant", content: completion.text, tool_calls: completion.tool_calls });
     for (const call of completion.tool_calls) {
-      const outcome = await execute(call, input, registry, signal);
+      if (input.signal?.aborted) break;
+      const outcome = await execute(call, input, registry, signal, { tool_calls: records, usage, model });
       if (outcome.record) records.push(outcome.record);
       if (isArgumentError(outcome.outcome)) invalid++;
       messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: outcome.content, is_error: !outcome.outcome.ok });
@@ -151,12 +178,22 @@ export async function runTurn(input: TurnInput): Promise<TurnResult> {
   }
 }
 
-async function execute(call: ToolCallRequest, input: TurnInput, registry: readonly AssistantTool[], signal: AbortSignal): Promise<{ outcome: ToolOutcome; content: string; record: ToolCallRecord }> {
+/** Whether the user must first confirm this call: a valid call of a tool that is not read-only. */
+function needsConfirmation(call: ToolCallRequest, input: TurnInput, registry: readonly AssistantTool[]): boolean {
+  if (!input.confirm || call.invalid) return false;
+  const tool = toolsFor(registry, input.auth, input.deps).find((t) => t.name === call.name);
+  return tool !== undefined && !tool.annotations.readOnlyHint && checkArguments(tool, call.arguments).ok;
+}
+
+async function execute(call: ToolCallRequest, input: TurnInput, registry: readonly AssistantTool[], signal: AbortSignal, progress: TurnProgress): Promise<{ outcome: ToolOutcome; content: string; record: ToolCallRecord }> {
   const started = Date.now();
   input.onEvent?.({ type: "tool_call", id: call.id, tool: call.name, input: call.arguments });
+  const approved = needsConfirmation(call, input, registry) ? await input.confirm?.({ id: call.id, tool: call.name, input: call.arguments }, progress) : true;
   const outcome: ToolOutcome = call.invalid
     ? { ok: false, code: "invalid_request", message: call.invalid, details: { fields: [call.invalid.split(":")[0] ?? "arguments"] } }
-    : await callTool(registry, call.name, call.arguments, { auth: input.auth, deps: input.deps, signal }, input.log);
+    : !approved
+      ? { ok: false, code: "forbidden", message: signal.aborted ? "the turn was stopped before the user confirmed this action" : "the user declined this action: it was not done; do not try it again unless the user asks" }
+      : await callTool(registry, call.name, call.arguments, { auth: input.auth, deps: input.deps, signal, ...(input.conversationId !== undefined ? { agent: { conversationId: input.conversationId, model: progress.model } } : {}) }, input.log);
   const summary = summarize(outcome);
   const status = outcome.ok ? "ok" as const : "error" as const;
   input.onEvent?.({ type: "tool_result", id: call.id, tool: call.name, status, summary });

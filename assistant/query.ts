@@ -10,7 +10,7 @@ import { ulid } from "../core/ids.js";
 import type { AuthContext } from "../engine/access.js";
 import { ApiError } from "../engine/service-error.js";
 import type { ConversationRecord, Message, WorkspaceRecord } from "../engine/service-store.js";
-import { runTurn, type AgentLimits, type ToolCallRecord, type TurnEvent } from "./agent.js";
+import { runTurn, type AgentLimits, type ToolCallRecord, type TurnEvent, type TurnInput } from "./agent.js";
 import { UpstreamError, type ChatMessage, type LlmProvider, type Usage } from "./providers/types.js";
 import type { AssistantDeps } from "./tools.js";
 
@@ -62,7 +62,22 @@ function historyOf(c: ConversationRecord | undefined): ChatMessage[] {
   return out;
 }
 
-export async function runQuery(deps: QueryDeps, auth: AuthContext, req: QueryRequest, opts: { signal?: AbortSignal; onEvent?: (e: TurnEvent) => void; log?: (err: unknown) => void } = {}): Promise<QueryAnswer> {
+/** Where a turn runs, known once the request is checked and before the model is asked. */
+export interface TurnStart { conversation_id: string; message_id: string; organization: string; workspace_id: string; model: string }
+
+export interface QueryOptions {
+  signal?: AbortSignal;
+  onEvent?: (e: TurnEvent) => void;
+  /** Called once the request is accepted (workspace and conversation checked), before the turn starts. */
+  onStart?: (s: TurnStart) => void;
+  /** Confirmation of the tools that spend compute or change data (require_confirmation). */
+  confirm?: TurnInput["confirm"];
+  /** Use the provider's streaming API (content events as the model writes). */
+  stream?: boolean;
+  log?: (err: unknown) => void;
+}
+
+export async function runQuery(deps: QueryDeps, auth: AuthContext, req: QueryRequest, opts: QueryOptions = {}): Promise<QueryAnswer> {
   const provider = deps.provider;
   if (!provider) throw new ApiError("unavailable", NO_PROVIDER_MESSAGE);
   const { service, clock } = deps.assistant;
@@ -78,14 +93,15 @@ export async function runQuery(deps: QueryDeps, auth: AuthContext, req: QueryReq
   const conversationId = existing?.id ?? newId("conv", clock.now());
   const userMessage: Message & Record<string, unknown> = { id: newId("msg", clock.now()), role: "user", content: req.prompt, created_at: askedAt };
   const messageId = newId("msg", clock.now());
+  opts.onStart?.({ conversation_id: conversationId, message_id: messageId, organization: ws.organization, workspace_id: ws.id, model: provider.model });
 
   let answer: QueryAnswer;
   let assistantMessage: Message & Record<string, unknown>;
   try {
     const turn = await runTurn({
-      auth, deps: deps.assistant, provider, prompt: req.prompt, workspaceId: ws.id, history: historyOf(existing),
+      auth, deps: deps.assistant, provider, prompt: req.prompt, workspaceId: ws.id, conversationId, history: historyOf(existing),
       ...(deps.limits ? { limits: deps.limits } : {}), ...(opts.signal ? { signal: opts.signal } : {}),
-      ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.confirm ? { confirm: opts.confirm } : {}), ...(opts.stream ? { stream: true } : {}), ...(opts.log ? { log: opts.log } : {}),
     });
     answer = { conversation_id: conversationId, message_id: messageId, answer: turn.answer, tool_calls: turn.tool_calls, model: turn.model, usage: turn.usage };
     assistantMessage = { id: messageId, role: "assistant", content: turn.answer, created_at: new Date(clock.now()).toISOString(), tool_calls: turn.tool_calls, model: turn.model, usage: turn.usage, ended: turn.ended };

@@ -31,7 +31,13 @@ export interface AssistantDeps {
 }
 
 /** One call's context: the caller's key and the service. `signal` ends a wait early (the client went away). */
-export interface ToolContext { auth: AuthContext; deps: AssistantDeps; signal?: AbortSignal | undefined }
+export interface ToolContext {
+  auth: AuthContext;
+  deps: AssistantDeps;
+  signal?: AbortSignal | undefined;
+  /** Set when the agent calls the tool: its conversation and model (a run it starts records them). */
+  agent?: { conversationId: string; model: string } | undefined;
+}
 
 /** MCP tool annotations: every tool sets all four. */
 export interface ToolAnnotations { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean }

@@ -109,7 +109,7 @@ export const pipelineTools: AssistantTool[] = [
     available: hasPipelines,
     handler: async (a, ctx) => {
       if ((a.pipeline_id === undefined) === (a.spec_file === undefined)) throw new ApiError("invalid_request", "pipeline_id: give exactly one of pipeline_id or spec_file", { field: "pipeline_id" });
-      return runResult(await pipelines(ctx).start(ctx.auth, a));
+      return runResult(await pipelines(ctx).start(ctx.auth, a, ctx.agent));
     },
   }),
   defineTool({

@@ -14,6 +14,7 @@ import { runCli } from "./run.js";
 import { stageInCli, stageOutCli } from "./stage.js";
 import { validateCli } from "./validate.js";
 import { mcpCli } from "./mcp.js";
+import { askCli } from "./ask.js";
 
 /**
  * The version in package.json, read next to the module: ../package.json from the source
@@ -102,13 +103,14 @@ Embedded mode is one process, operon serve. Cluster mode runs operon api-server 
 from one image, whose step pods run operon stage-in and operon stage-out around the tool.
 
 Exit codes: 0 success, 1 the command's own failure (validate: spec invalid; run: refused, failed or
-cancelled; keys revoke: no such key; stage-in/out: staging failed), 2 usage error (unknown command,
-unknown or missing option, bad value), unreadable input or invalid configuration.`);
+cancelled; ask: refused or the turn failed; keys revoke: no such key; stage-in/out: staging
+failed), 2 usage error (unknown command, unknown or missing option, bad value), unreadable input or
+invalid configuration.`);
   const group = (heading: string, ...cmds: Command[]) => { for (const c of cmds) program.addCommand(c.helpGroup(heading)); };
   group("Servers:", serverCli("serve", ctx), serverCli("api-server", ctx), operatorCli(ctx));
   group("Administration:", workspacesCli(ctx), keysCli(ctx));
   group("Pipelines:", validateCli(ctx), runCli(ctx), toolsCli(ctx));
-  group("Assistants:", mcpCli(ctx));
+  group("Assistants:", askCli(ctx), mcpCli(ctx));
   group("Step pods (cluster mode):", stageInCli(ctx), stageOutCli(ctx));
   return program;
 }

@@ -68,6 +68,8 @@ export const RunManifestSchema = z.object({
   inputChecksums: z.record(z.string(), z.object({ s3Key: z.string(), checksum: sha256, size: z.number().int().nonnegative() })),
   pipelineDefinition: PipelineSpecSchema,
   steps: z.array(ManifestStepSchema),
+  /** Operon addition: the agent's conversation and model, when the agent started the run. */
+  startedBy: z.object({ conversationId: z.string().min(1), model: z.string() }).optional(),
 });
 
 export type RunManifest = z.infer<typeof RunManifestSchema>;
@@ -125,5 +127,6 @@ export function buildManifest(run: RunRecord, now: number): RunManifest {
         ...(x.executable ? { executable: x.executable } : {}),
       };
     }),
+    ...(run.startedBy ? { startedBy: run.startedBy } : {}),
   };
 }

@@ -156,6 +156,9 @@ export interface StepRecord {
 }
 
 /** A pipeline run as stored (local JSON file or PipelineRun custom resource). */
+/** Who, beyond the key, started a run: the agent's conversation and model. */
+export interface RunOrigin { conversationId: string; model: string }
+
 export interface RunRecord {
   id: string;
   organization: string;
@@ -179,6 +182,8 @@ export interface RunRecord {
   cancelRequested: boolean;
   steps: StepRecord[];
   submittedBy: string;
+  /** Set when the agent started the run (POST /v1/query): its conversation and the model that asked. */
+  startedBy?: RunOrigin;
   /**
    * Set by a store when the stored run cannot be executed as it is (e.g. a PipelineRun
    * applied by hand that does not match the schema): the reconciler fails it with this reason.

@@ -56,6 +56,8 @@ export interface SubmitInput {
   name?: string;
   source: RunRecord["source"];
   input: Record<string, unknown>;
+  /** The agent's conversation and model, when the agent starts the run (recorded in run.json). */
+  startedBy?: RunRecord["startedBy"];
 }
 
 /** The built-in pipelines shipped in `pipelines/builtin/` (found from source or dist). */
@@ -249,6 +251,7 @@ export function createEngine(deps: EngineDeps): Engine {
         cancelRequested: false,
         steps: spec.steps.map((s) => ({ stepId: s.stepId, toolName: s.toolName, status: "pending", startedAt: null, completedAt: null, exitCode: null, error: null, attempt: 0, outputs: [] })),
         submittedBy: input.keyId,
+        ...(input.startedBy ? { startedBy: { conversationId: input.startedBy.conversationId, model: input.startedBy.model } } : {}),
       };
       await deps.runs.create(run);
       return { ok: true, run };

@@ -9,7 +9,7 @@ import { MAX_SPEC_BYTES, type PipelineSpec } from "../core/spec/schema.js";
 import { extractSpec } from "../core/save-spec.js";
 import { RunManifestSchema, buildManifest } from "../core/manifest.js";
 import { validateSpec } from "../core/spec/validate.js";
-import { StoreError, type Clock, type ObjectStore, type RunRecord } from "../core/ports.js";
+import { StoreError, type Clock, type ObjectStore, type RunOrigin, type RunRecord } from "../core/ports.js";
 import type { ValidationResult } from "../core/issues.js";
 import { RUN_ID } from "../core/ids.js";
 import { manifestPath, stepLogKey } from "../core/layout.js";
@@ -104,7 +104,7 @@ export class PipelineService {
   }
 
   /** Starts a run from exactly one of a built-in id, a spec file or an inline spec; it is `queued`. */
-  async start(auth: AuthContext, b: StartRunInput): Promise<RunRecord> {
+  async start(auth: AuthContext, b: StartRunInput, startedBy?: RunOrigin): Promise<RunRecord> {
     const { engine, access } = this.deps;
     const builtinId = b.pipeline_id ?? b.tool_id;
     const sources = [builtinId !== undefined, b.spec_file !== undefined, b.spec !== undefined].filter(Boolean).length;
@@ -127,7 +127,7 @@ export class PipelineService {
       spec = b.spec;
       source = { kind: "inline" };
     }
-    const res = await engine.submit({ organization: auth.organization, workspace: ws.id, keyId: auth.keyId, spec, source, input: b.input, ...(name ? { name } : {}) });
+    const res = await engine.submit({ organization: auth.organization, workspace: ws.id, keyId: auth.keyId, spec, source, input: b.input, ...(name ? { name } : {}), ...(startedBy ? { startedBy } : {}) });
     if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
     return res.run;
   }

@@ -5,7 +5,7 @@
  * `tool_result` blocks of the next user message. Replies are checked before use.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { UpstreamError, type ChatMessage, type Completion, type LlmProvider, type LlmSettings, type SendOptions, type ToolCallRequest } from "./types.js";
+import { UpstreamError, type ChatMessage, type Completion, type LlmProvider, type LlmSettings, type SendOptions, type StreamEvent, type ToolCallRequest } from "./types.js";
 import { upstreamError } from "./errors.js";
 
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
@@ -54,6 +54,45 @@ export function createAnthropicProvider(settings: LlmSettings): LlmProvider {
         throw upstreamError("anthropic", e, o);
       }
       return parseMessage(res, settings.model);
+    },
+    async *stream(o: SendOptions): AsyncIterable<StreamEvent> {
+      // The stream's events folded into one message (a tool_use block's input comes as JSON in pieces).
+      const blocks: Array<Block & { json?: string }> = [];
+      let model: unknown;
+      let stop: unknown;
+      const usage: { input_tokens?: unknown; output_tokens?: unknown } = {};
+      try {
+        const events = await client.messages.create({
+          model: settings.model,
+          system: o.system,
+          max_tokens: o.maxOutputTokens,
+          messages: toWire(o.messages) as unknown as Anthropic.MessageParam[],
+          ...(o.tools.length > 0 ? { tools: o.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema as Anthropic.Tool.InputSchema })) } : {}),
+          stream: true,
+        }, { signal: o.signal, timeout: o.timeoutMs });
+        for await (const event of events) {
+          const e = event as unknown as { type?: unknown; index?: unknown; message?: { model?: unknown; usage?: { input_tokens?: unknown } }; content_block?: Block; delta?: { type?: unknown; text?: unknown; partial_json?: unknown; stop_reason?: unknown }; usage?: { output_tokens?: unknown } };
+          const i = typeof e.index === "number" ? e.index : -1;
+          if (e.type === "message_start") { model = e.message?.model; usage.input_tokens = e.message?.usage?.input_tokens; }
+          else if (e.type === "content_block_start" && i >= 0 && e.content_block) blocks[i] = { ...e.content_block };
+          else if (e.type === "content_block_delta" && i >= 0) {
+            const b = (blocks[i] ??= { type: e.delta?.type === "input_json_delta" ? "tool_use" : "text" });
+            if (e.delta?.type === "text_delta" && typeof e.delta.text === "string") {
+              b.text = `${typeof b.text === "string" ? b.text : ""}${e.delta.text}`;
+              yield { type: "text", delta: e.delta.text };
+            } else if (e.delta?.type === "input_json_delta" && typeof e.delta.partial_json === "string") b.json = (b.json ?? "") + e.delta.partial_json;
+          } else if (e.type === "message_delta") { stop = e.delta?.stop_reason; usage.output_tokens = e.usage?.output_tokens; }
+        }
+      } catch (e) {
+        throw upstreamError("anthropic", e, o);
+      }
+      const content = blocks.filter(Boolean).map(({ json, ...b }) => {
+        if (b.type !== "tool_use" || json === undefined || json.trim() === "") return b;
+        try { return { ...b, input: JSON.parse(json) as unknown }; } catch { return { ...b, input: json }; }
+      });
+      const completion = parseMessage({ content, stop_reason: stop, usage, model }, settings.model);
+      for (const call of completion.tool_calls) yield { type: "tool_call", call };
+      yield { type: "done", completion };
     },
   };
 }

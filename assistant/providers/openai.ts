@@ -6,7 +6,7 @@
  */
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { parseArguments, UpstreamError, type ChatMessage, type Completion, type LlmProvider, type LlmSettings, type SendOptions, type ToolCallRequest } from "./types.js";
+import { parseArguments, UpstreamError, type ChatMessage, type Completion, type LlmProvider, type LlmSettings, type SendOptions, type StreamEvent, type ToolCallRequest } from "./types.js";
 import { upstreamError } from "./errors.js";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -53,6 +53,49 @@ export function createOpenAIProvider(settings: LlmSettings): LlmProvider {
         throw upstreamError("openai", e, o);
       }
       return parseCompletion(res, settings.model);
+    },
+    async *stream(o: SendOptions): AsyncIterable<StreamEvent> {
+      const tools: ChatCompletionTool[] = o.tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.input_schema } }));
+      // The chunks folded into one chat completion (tool call arguments come in pieces, by index).
+      const message: { content: string; tool_calls: Array<{ id?: string; function: { name?: string; arguments: string } }> } = { content: "", tool_calls: [] };
+      let finish: unknown;
+      let model: unknown;
+      let usage: { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+      try {
+        const chunks = await client.chat.completions.create({
+          model: settings.model,
+          messages: toWire(o.system, o.messages),
+          ...(tools.length > 0 ? { tools } : {}),
+          [tokensField]: o.maxOutputTokens,
+          stream: true,
+          stream_options: { include_usage: true },
+        }, { signal: o.signal, timeout: o.timeoutMs });
+        for await (const chunk of chunks) {
+          const c = chunk as { model?: unknown; usage?: typeof usage | null; choices?: Array<{ delta?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown }> };
+          if (typeof c.model === "string" && c.model !== "") model = c.model;
+          if (c.usage) usage = c.usage;
+          const choice = Array.isArray(c.choices) ? c.choices[0] : undefined;
+          if (!choice) continue;
+          if (choice.finish_reason) finish = choice.finish_reason;
+          const delta = choice.delta;
+          if (typeof delta?.content === "string" && delta.content !== "") {
+            message.content += delta.content;
+            yield { type: "text", delta: delta.content };
+          }
+          for (const tc of Array.isArray(delta?.tool_calls) ? (delta.tool_calls as Array<{ index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } }>) : []) {
+            const i = typeof tc.index === "number" ? tc.index : message.tool_calls.length;
+            const slot = (message.tool_calls[i] ??= { function: { arguments: "" } });
+            if (typeof tc.id === "string" && tc.id !== "") slot.id = tc.id;
+            if (typeof tc.function?.name === "string" && tc.function.name !== "") slot.function.name = tc.function.name;
+            if (typeof tc.function?.arguments === "string") slot.function.arguments += tc.function.arguments;
+          }
+        }
+      } catch (e) {
+        throw upstreamError("openai", e, o);
+      }
+      const completion = parseCompletion({ choices: [{ message: { content: message.content, tool_calls: message.tool_calls.filter(Boolean) }, finish_reason: finish }], usage, model }, settings.model);
+      for (const call of completion.tool_calls) yield { type: "tool_call", call };
+      yield { type: "done", completion };
     },
   };
 }

@@ -75,6 +75,8 @@ export const PipelineRunSpecSchema = z.object({
   /** Workspace-relative run folder, `pipelines/<UTC timestamp>`. */
   outputFolder: z.string().regex(/^pipelines\/[A-Za-z0-9._-]+$/),
   submittedBy: z.string().optional(),
+  /** The agent's conversation and model, when the agent started the run. */
+  startedBy: z.object({ conversationId: z.string(), model: z.string() }).optional(),
   cancelRequested: z.boolean().optional(),
 });
 
@@ -214,6 +216,7 @@ export function runToSpec(run: RunRecord): PipelineRunSpec {
     inputChecksums: run.inputChecksums,
     outputFolder: run.outputFolder,
     submittedBy: run.submittedBy,
+    ...(run.startedBy ? { startedBy: run.startedBy } : {}),
     cancelRequested: run.cancelRequested,
   };
 }
@@ -339,6 +342,7 @@ export function resourceToRun(res: PipelineRunResource): RunRecord {
     cancelRequested: s?.cancelRequested ?? raw.cancelRequested === true,
     steps,
     submittedBy: s?.submittedBy ?? "",
+    ...(s?.startedBy ? { startedBy: s.startedBy } : {}),
   };
   if (!spec.success) run.invalid = issueText(spec.error, "spec");
   else if (!rawStatus.success) run.invalid = issueText(rawStatus.error, "status");

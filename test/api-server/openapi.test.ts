@@ -93,7 +93,18 @@ function record(app: FastifyInstance, into: Seen[]): void {
 }
 
 // The agent's provider, in process: the wire formats are agent.test.ts's; here only the route's answers matter.
-const provider: LlmProvider = { name: "openai", model: "fake", send: async () => ({ text: "Hello.", tool_calls: [], usage: { input_tokens: 1, output_tokens: 1 }, model: "fake", stop: "end" }) };
+// A prompt "wait" waits until the turn is stopped (POST /v1/query/stop); "upload" calls a tool that needs confirmation.
+const provider: LlmProvider = {
+  name: "openai", model: "fake",
+  send: async (o) => {
+    const last = o.messages[o.messages.length - 1];
+    if (last?.role === "user" && last.content === "wait") await new Promise((ok) => { o.signal.addEventListener("abort", ok, { once: true }); });
+    if (last?.role === "user" && last.content === "upload") {
+      return { text: "", tool_calls: [{ id: "c1", name: "service_create_upload_url", arguments: { workspace_id: "ws1", filename: "u.txt" } }], usage: { input_tokens: 1, output_tokens: 1 }, model: "fake", stop: "tool_calls" };
+    }
+    return { text: "Hello.", tool_calls: [], usage: { input_tokens: 1, output_tokens: 1 }, model: "fake", stop: "end" };
+  },
+};
 const a: TestApp = await testApp({ engine: {}, llm: { provider } });
 t.teardown(() => a.close());
 const seen: Seen[] = [];
@@ -247,8 +258,25 @@ t.test("what the app answers is what the document says", async (t) => {
   await expect(call("GET", "/v1/conversations/c2?workspace_id=ws1"), 404, "unknown conversation");
 
   // The agent.
-  await expect(call("POST", "/v1/query", { prompt: "hello", workspace_id: "ws1" }), 200, "query");
+  const asked = await expect(call("POST", "/v1/query", { prompt: "hello", workspace_id: "ws1" }), 200, "query");
   await expect(call("POST", "/v1/query", { workspace_id: "ws1" }), 400, "query without a prompt");
+  const convId = (asked.json() as { data: { conversation_id: string } }).data.conversation_id;
+  const streamed = call("POST", "/v1/query/stream", { prompt: "wait", workspace_id: "ws1", conversation_id: convId });
+  for (let end = Date.now() + 10_000; Date.now() < end;) {
+    if ((await call("POST", "/v1/query/stop", { conversation_id: convId })).statusCode === 200) break;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  const events = await expect(streamed, 200, "query stream (stopped)");
+  t.match(events.headers["content-type"], /^text\/event-stream/);
+  await expect(call("GET", `/v1/query/stream?conversation_id=${convId}`), 200, "resume a stream");
+  await expect(call("GET", "/v1/query/stream?conversation_id=conv-nope"), 404, "resume an unknown stream");
+  await expect(call("POST", "/v1/query/stream", { workspace_id: "ws1" }), 400, "query stream without a prompt");
+  const paused = await expect(call("POST", "/v1/query", { prompt: "upload", workspace_id: "ws1", require_confirmation: true }), 200, "query paused for confirmation");
+  const pending = (paused.json() as { data: { conversation_id: string; pending_action?: { action_id: string } } }).data;
+  t.ok(pending.pending_action, "a pending action");
+  const decision = { conversation_id: pending.conversation_id, action_id: pending.pending_action?.action_id ?? "" };
+  await expect(call("POST", "/v1/query/confirm", { ...decision, approve: true }), 200, "confirm");
+  await expect(call("POST", "/v1/query/confirm", { ...decision, approve: true }), 404, "confirm an ended turn");
 
   // Tools.
   await expect(call("GET", "/v1/tools"), 200, "list tools");

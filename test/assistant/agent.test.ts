@@ -7,23 +7,16 @@
  * workspace restrictions; a file's content telling the model to read another workspace.
  */
 import t from "tap";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testApp, type TestApp } from "../support/app.js";
 import { errorBody, startFakeLlm, type FakeLlm, type FakeRequest, type Step } from "../support/fake-llm.js";
+import { simulateReads } from "../support/reads.js";
 
 const data = mkdtempSync(join(tmpdir(), "operon-agent-"));
 t.teardown(() => rmSync(data, { recursive: true, force: true }));
-{
-  let s = 33;
-  const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const seq = Array.from({ length: 20_000 }, () => "ACGT"[Math.floor(rand() * 4)]).join("");
-  writeFileSync(join(data, "ref.fa"), `>chr1\n${seq.match(/.{1,60}/g)?.join("\n")}\n`);
-  const r = spawnSync("wgsim", ["-N", "1000", "-1", "100", "-2", "100", "-S", "33", "ref.fa", "r1.fastq", "r2.fastq"], { cwd: data });
-  if (r.status !== 0) throw new Error(`wgsim: ${r.stderr}`);
-}
+simulateReads(data, { seed: 33 });
 
 const oa: FakeLlm = await startFakeLlm("openai");
 const an: FakeLlm = await startFakeLlm("anthropic");

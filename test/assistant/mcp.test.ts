@@ -7,8 +7,7 @@
  * arguments are tool errors naming the field; two clients call at once.
  */
 import t from "tap";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -16,17 +15,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { testApp, type TestApp } from "../support/app.js";
+import { simulateReads } from "../support/reads.js";
 
 const data = mkdtempSync(join(tmpdir(), "operon-mcp-"));
 t.teardown(() => rmSync(data, { recursive: true, force: true }));
-{
-  let s = 21;
-  const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const seq = Array.from({ length: 20_000 }, () => "ACGT"[Math.floor(rand() * 4)]).join("");
-  writeFileSync(join(data, "ref.fa"), `>chr1\n${seq.match(/.{1,60}/g)?.join("\n")}\n`);
-  const r = spawnSync("wgsim", ["-N", "1000", "-1", "100", "-2", "100", "-S", "21", "ref.fa", "r1.fastq", "r2.fastq"], { cwd: data });
-  if (r.status !== 0) throw new Error(`wgsim: ${r.stderr}`);
-}
+simulateReads(data, { seed: 21 });
 
 const a: TestApp = await testApp({ engine: {} });
 t.teardown(() => a.close());

@@ -39,6 +39,7 @@ const COMMANDS: Record<string, string[]> = {
   "validate": ["--json"],
   "run": ["!--workspace", "--input", "--follow", "--json", "--url", "--key", "--poll-ms"],
   "tools": ["--json"],
+  "ask": ["--workspace", "--conversation", "--url", "--key"],
   "mcp": ["--url", "--key"],
   "stage-in": ["!--workdir", "--termination-log"],
   "stage-out": ["!--workdir", "--termination-log"],
@@ -102,7 +103,7 @@ for (const [path, options] of Object.entries(COMMANDS)) {
 }
 
 t.test("leaf commands carry an example", async (t) => {
-  for (const path of ["workspaces create", "keys create", "keys revoke", "validate", "run", "tools", "stage-in", "stage-out", "serve"]) {
+  for (const path of ["workspaces create", "keys create", "keys revoke", "validate", "run", "ask", "tools", "stage-in", "stage-out", "serve"]) {
     const r = await cli([...path.split(" "), "--help"]);
     t.match(r.stdout, new RegExp(`^Examples?\\b[^\\n]*:\\n {2}.*operon ${path}\\b`, "m"), path);
   }

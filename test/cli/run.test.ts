@@ -5,23 +5,18 @@
  * errors, and the `--input` parsing.
  */
 import t from "tap";
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseInputs, runCommand, type RunIO } from "../../cli/run.js";
 import { main } from "../../cli/main.js";
 import { testApp, type TestApp } from "../support/app.js";
+import { simulateReads } from "../support/reads.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-cli-run-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-let s = 7;
-const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-const seq = Array.from({ length: 5_000 }, () => "ACGT"[Math.floor(rand() * 4)]).join("");
-writeFileSync(join(dir, "ref.fa"), `>chr1\n${seq.match(/.{1,60}/g)?.join("\n")}\n`);
-const sim = spawnSync("wgsim", ["-N", "200", "-1", "70", "-2", "70", "-S", "3", "ref.fa", "r1.fq", "r2.fq"], { cwd: dir });
-if (sim.status !== 0) throw new Error(`wgsim: ${sim.stderr}`);
+simulateReads(dir, { seed: 7, length: 5_000, pairs: 200, readLength: 70, names: ["ref.fa", "r1.fq", "r2.fq"] });
 
 const a: TestApp = await testApp({ engine: {} });
 t.teardown(() => a.close());

@@ -1,19 +1,14 @@
 /** Every built-in pipeline completes through the embedded engine, with the real tools. */
 import t from "tap";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testApp } from "../support/app.js";
+import { simulateReads } from "../support/reads.js";
 
 const data = mkdtempSync(join(tmpdir(), "operon-builtins-"));
 t.teardown(() => rmSync(data, { recursive: true, force: true }));
-let s = 99;
-const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-const seq = Array.from({ length: 20_000 }, () => "ACGT"[Math.floor(rand() * 4)]).join("");
-writeFileSync(join(data, "ref.fa"), `>chr1\n${seq.match(/.{1,60}/g)?.join("\n")}\n`);
-const sim = spawnSync("wgsim", ["-N", "1000", "-1", "100", "-2", "100", "-S", "5", "ref.fa", "r1.fastq", "r2.fastq"], { cwd: data });
-if (sim.status !== 0) throw new Error(`wgsim: ${sim.stderr}`);
+simulateReads(data, { seed: 99 });
 
 const a = await testApp({ engine: {} });
 t.teardown(() => a.close());

@@ -84,6 +84,49 @@ function reply(wire: Wire, model: string, step: { calls?: ScriptedCall[]; text?:
   };
 }
 
+/**
+ * A streamed chat completion (`stream: true`): the text word by word, each tool call's
+ * arguments in two pieces, the finish reason, then the usage (stream_options.include_usage).
+ */
+function openaiChunks(model: string, step: { calls?: ScriptedCall[]; text?: string }): unknown[] {
+  const id = `chatcmpl-${++seq}`;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const out: unknown[] = [chunk({ role: "assistant", content: "" })];
+  for (const piece of (step.text ?? "").match(/\S+\s*|\s+/g) ?? []) out.push(chunk({ content: piece }));
+  for (const [index, c] of (step.calls ?? []).entries()) {
+    const args = typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments);
+    const half = Math.floor(args.length / 2);
+    out.push(chunk({ tool_calls: [{ index, id: c.id ?? `call_${++seq}`, type: "function", function: { name: c.name, arguments: args.slice(0, half) } }] }));
+    out.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] }));
+  }
+  out.push(chunk({}, step.calls?.length ? "tool_calls" : "stop"));
+  out.push({ id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model, choices: [], usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 } });
+  return out;
+}
+
+/** A streamed Messages reply: message_start, each block (text word by word, tool input JSON in two pieces), message_delta, message_stop. */
+function anthropicEvents(model: string, step: { calls?: ScriptedCall[]; text?: string }): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [["message_start", { type: "message_start", message: { id: `msg_${++seq}`, type: "message", role: "assistant", model, content: [], stop_reason: null, usage: { input_tokens: 100, output_tokens: 1 } } }]];
+  let index = 0;
+  if (step.text) {
+    out.push(["content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } }]);
+    for (const piece of step.text.match(/\S+\s*|\s+/g) ?? []) out.push(["content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } }]);
+    out.push(["content_block_stop", { type: "content_block_stop", index }]);
+    index++;
+  }
+  for (const c of step.calls ?? []) {
+    const args = typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments);
+    const half = Math.floor(args.length / 2);
+    out.push(["content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: c.id ?? `toolu_${++seq}`, name: c.name, input: {} } }]);
+    for (const part of [args.slice(0, half), args.slice(half)]) out.push(["content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: part } }]);
+    out.push(["content_block_stop", { type: "content_block_stop", index }]);
+    index++;
+  }
+  out.push(["message_delta", { type: "message_delta", delta: { stop_reason: step.calls?.length ? "tool_use" : "end_turn", stop_sequence: null }, usage: { output_tokens: 10 } }]);
+  out.push(["message_stop", { type: "message_stop" }]);
+  return out;
+}
+
 export async function startFakeLlm(wire: Wire): Promise<FakeLlm> {
   let script: Script = () => ({ text: "no script" });
   const requests: FakeRequest[] = [];
@@ -107,6 +150,18 @@ export async function startFakeLlm(wire: Wire): Promise<FakeLlm> {
       }
       if ("status" in step) {
         res.writeHead(step.status, { "content-type": step.contentType ?? "application/json" }).end(step.body);
+        return;
+      }
+      if (body.stream === true && wire === "anthropic") {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (const [event, data] of anthropicEvents(String(body.model), step)) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+        res.end();
+        return;
+      }
+      if (body.stream === true && wire === "openai") {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (const chunk of openaiChunks(String(body.model), step)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        res.end("data: [DONE]\n\n");
         return;
       }
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply(wire, String(body.model), step)));
