@@ -80,6 +80,7 @@ bench: build
 	npx tsx bench/sandbox.bench.ts
 	npx tsx bench/viewers.bench.ts
 	npx tsx bench/mcp.bench.ts
+	npx tsx bench/agent.bench.ts
 
 # The step sandbox's cost and mounted against copied inputs (bench/RESULTS.md, section "sandbox").
 bench-sandbox: build debian-tools
@@ -87,7 +88,6 @@ bench-sandbox: build debian-tools
 
 bench-viewers: build debian-tools
 	npx tsx bench/viewers.bench.ts
-	npx tsx bench/mcp.bench.ts
 
 # Chart rendering (volcano 20,000 genes, Manhattan 1,000,000 SNPs, clustered heatmap 1,000 × 50)
 # against Debian's matplotlib drawing the same points in the same run (bench/RESULTS.md, section
