@@ -200,6 +200,9 @@ t.test("no provider configured: 503 naming the variables; the rest of the servic
   const body = res.json() as { error: string; message: string };
   t.equal(body.error, "unavailable");
   for (const v of ["OPERON_LLM_PROVIDER", "OPERON_LLM_MODEL", "OPERON_LLM_API_KEY", "OPERON_LLM_BASE_URL"]) t.match(body.message, v);
+  const streamed = await c.app.inject({ method: "POST", url: "/v1/query/stream", headers: key, payload: { prompt: "hi", workspace_id: "ws1" } });
+  t.equal(streamed.statusCode, 503, "the streaming endpoint too");
+  t.match(streamed.json(), { error: "unavailable", message: /OPERON_LLM_PROVIDER/ });
   t.equal((await c.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1", headers: key })).statusCode, 200);
 });
 
