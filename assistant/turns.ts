@@ -6,11 +6,10 @@
  * it saw (Last-Event-ID) and the rest live. `stop` aborts a running turn. A finished turn's
  * log is kept a little while so that a late reconnect still gets its end.
  */
+import { randomBytes } from "node:crypto";
 import type { AuthContext } from "../engine/access.js";
 import { ApiError } from "../engine/service-error.js";
-import type { TurnEvent } from "./agent.js";
-import { randomBytes } from "node:crypto";
-import type { TurnProgress } from "./agent.js";
+import type { TurnEvent, TurnProgress } from "./agent.js";
 import { runQuery, type QueryAnswer, type QueryDeps, type QueryRequest, type TurnStart } from "./query.js";
 
 export type StreamEventType = "status" | "content" | "tool_call" | "tool_result" | "pending_action" | "done" | "error";
