@@ -185,10 +185,20 @@ function needsConfirmation(call: ToolCallRequest, input: TurnInput, registry: re
   return tool !== undefined && !tool.annotations.readOnlyHint && checkArguments(tool, call.arguments).ok;
 }
 
+/** A confirmation that never comes ends with the turn (its deadline or a stop): declined. */
+function untilAborted(decision: Promise<boolean> | undefined, signal: AbortSignal): Promise<boolean> {
+  if (!decision || signal.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const onAbort = () => resolve(false);
+    signal.addEventListener("abort", onAbort, { once: true });
+    void decision.then((v) => { signal.removeEventListener("abort", onAbort); resolve(v); });
+  });
+}
+
 async function execute(call: ToolCallRequest, input: TurnInput, registry: readonly AssistantTool[], signal: AbortSignal, progress: TurnProgress): Promise<{ outcome: ToolOutcome; content: string; record: ToolCallRecord }> {
   const started = Date.now();
   input.onEvent?.({ type: "tool_call", id: call.id, tool: call.name, input: call.arguments });
-  const approved = needsConfirmation(call, input, registry) ? await input.confirm?.({ id: call.id, tool: call.name, input: call.arguments }, progress) : true;
+  const approved = needsConfirmation(call, input, registry) ? await untilAborted(input.confirm?.({ id: call.id, tool: call.name, input: call.arguments }, progress), signal) : true;
   const outcome: ToolOutcome = call.invalid
     ? { ok: false, code: "invalid_request", message: call.invalid, details: { fields: [call.invalid.split(":")[0] ?? "arguments"] } }
     : !approved

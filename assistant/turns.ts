@@ -67,6 +67,7 @@ export class RunningTurn {
 
   end(): void {
     this.finished = true;
+    this.pending = undefined;
     for (const l of this.listeners) l.onEnd();
     this.listeners.clear();
   }

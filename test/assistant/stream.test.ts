@@ -204,6 +204,26 @@ t.test("require_confirmation: a tool that changes data waits for POST /v1/query/
   t.same((direct.json() as A).data.tool_calls.map((c) => c.status), ["ok"]);
 });
 
+t.test("a confirmation that never comes ends with the turn's deadline, as declined", async (t) => {
+  const b = await testApp({ llm: { settings: { provider: "openai", model: "gpt-test", baseUrl: oa.baseUrl, apiKey: "sk-test", maxRetries: 0 }, limits: { deadlineMs: 1500 } } });
+  t.teardown(() => b.close());
+  await b.service.createWorkspace("acme", "ws1");
+  const bkey = { authorization: `Bearer ${await b.key("acme", ["query", "files", "tools", "conversations"])}` };
+  oa.script((r) => r.n === 0 ? { calls: [{ name: "service_create_upload_url", arguments: { workspace_id: "ws1", filename: "x.fq" } }] } : { text: "unused" });
+  const res = await b.app.inject({ method: "POST", url: "/v1/query", headers: bkey, payload: { prompt: "upload", workspace_id: "ws1", require_confirmation: true } });
+  const paused = (res.json() as { data: { conversation_id: string; pending_action?: { action_id: string } } }).data;
+  t.ok(paused.pending_action, "the turn waits for a confirmation");
+  // Nobody confirms: past the deadline the turn ends and the conversation takes a new turn.
+  await until("the unconfirmed turn to end", async () => {
+    oa.script([{ text: "next turn" }]);
+    const next = await b.app.inject({ method: "POST", url: "/v1/query", headers: bkey, payload: { prompt: "hello again", workspace_id: "ws1", conversation_id: paused.conversation_id } });
+    return next.statusCode === 200;
+  }, 10_000);
+  const conv = await b.app.inject({ method: "GET", url: `/v1/conversations/${paused.conversation_id}?workspace_id=ws1`, headers: bkey });
+  t.match(JSON.stringify(conv.json()), /declined|deadline|stopped before the user confirmed/, "the first turn is recorded as ended without the action");
+  t.equal((await b.app.inject({ method: "POST", url: "/v1/query/confirm", headers: bkey, payload: { conversation_id: paused.conversation_id, action_id: String(paused.pending_action?.action_id), approve: true } })).statusCode, 404, "its action can no longer be confirmed");
+});
+
 t.test("the Anthropic Messages format streams too", async (t) => {
   const an: FakeLlm = await startFakeLlm("anthropic");
   t.teardown(() => an.close());
