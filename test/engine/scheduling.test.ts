@@ -26,6 +26,16 @@ function harness(dir: string, limit: number) {
   return { store, executor, engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
 }
 
+/** A harness on a data dir a stopped server left: recover() first, then the engine (engine/runtime.ts's order). */
+async function harnessAfterRestart(dir: string, limit: number) {
+  const clock = { now: () => Date.now() };
+  const store = createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
+  const executor = createProcessExecutor({ dataDir: dir, store, clock });
+  await executor.recover();
+  const engine = createEngine({ runs: createLocalRunStore(dir), executor, store, clock, orgConcurrency: () => limit, tools, workers: 4 });
+  return { store, executor, engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
+}
+
 const parallel = (n: number, seconds: number, timeout?: number): PipelineSpec => ({
   steps: Array.from({ length: n }, (_, i) => ({ stepId: `s${i}`, toolName: "sleep", parameters: { seconds }, ...(timeout ? { timeout } : {}) })),
 });
@@ -147,11 +157,10 @@ t.test("a restart in the middle of a run finishes it without running a completed
   await until(async () => (await h1.engine.runs.get(run.id))?.steps[1]?.status === "running", 60_000, async () => ["second to run", (await h1.engine.runs.get(run.id))?.steps]);
   await h1.stop(); // the server goes away; "second" dies with it
 
-  const h2 = harness(dir, 5);
-  await h2.executor.recover();
+  // As engine/runtime.ts starts a server: the executor recovers before the engine (and its
+  // controller's first resync) exists.
+  const h2 = await harnessAfterRestart(dir, 5);
   t.teardown(() => h2.stop());
-  // The controller resyncs unfinished runs on start; recover() came after, so nudge once.
-  await h2.engine.runs.update(run.id, (r) => ({ ...r }));
   await until(async () => finished(await h2.engine.runs.get(run.id)), 60_000, async () => ["the run to finish after the restart", (await h2.engine.runs.get(run.id))?.steps, await h2.executor.observe(run.id)]);
   const r = await h2.engine.runs.get(run.id);
   t.equal(r?.status, "completed");
