@@ -38,7 +38,7 @@ async function main() {
   const port = await freePort();
   const server = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "serve"], {
     cwd: root, stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", OPERON_LLM_PROVIDER: "openai", OPERON_LLM_BASE_URL: `${fake.baseUrl}/v1`, OPERON_LLM_MODEL: "fake-model" },
+    env: { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", OPERON_LLM_PROVIDER: "openai", OPERON_LLM_BASE_URL: fake.baseUrl, OPERON_LLM_MODEL: "fake-model" },
   });
   const base = `http://127.0.0.1:${port}`;
   try {
