@@ -10,18 +10,13 @@
  * Run: `npx tsx bench/agent.bench.ts` (or `make bench`). Writes the `agent` section of
  * bench/RESULTS.md.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { cpus, loadavg, totalmem } from "node:os";
 import { createParser } from "eventsource-parser";
 import { startFakeLlm } from "../test/support/fake-llm.js";
+import { startServe, writeSection } from "./serve.js";
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 const ROUNDS_PER_TURN = 5;
-const root = new URL("..", import.meta.url).pathname;
-const freePort = () => new Promise<number>((resolve) => { const s = createServer(); s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
 const p90 = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(0.9 * s.length))]!; };
 
@@ -34,29 +29,8 @@ async function main() {
     if (round++ < ROUNDS_PER_TURN) return { calls: [{ name: "service_list_files", arguments: { workspace_id: "default" } }] };
     return { text: "There are 20 FASTQ files under reads/." };
   });
-  const data = mkdtempSync(join(tmpdir(), "operon-agent-bench-"));
-  const port = await freePort();
-  const server = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "serve"], {
-    cwd: root, stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", OPERON_LLM_PROVIDER: "openai", OPERON_LLM_BASE_URL: fake.baseUrl, OPERON_LLM_MODEL: "fake-model" },
-  });
-  const base = `http://127.0.0.1:${port}`;
+  const { base, headers, stop } = await startServe({ OPERON_LLM_PROVIDER: "openai", OPERON_LLM_BASE_URL: fake.baseUrl, OPERON_LLM_MODEL: "fake-model" });
   try {
-    for (let i = 0; ; i++) {
-      try { if ((await fetch(`${base}/healthz`)).ok) break; } catch { /* not yet */ }
-      if (i > 600) throw new Error("the server did not start");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const key = readFileSync(join(data, "bootstrap-key"), "utf8").trim();
-    const headers = { authorization: `Bearer ${key}` };
-    for (let i = 0; i < 20; i++) {
-      const form = new FormData();
-      form.set("workspace_id", "default");
-      form.set("path", "reads");
-      form.set("file", new Blob([`@r${i}\nACGT\n+\nIIII\n`]), `s${i}.fastq`);
-      const r = await fetch(`${base}/v1/files/upload`, { method: "POST", headers, body: form });
-      if (r.status !== 201) throw new Error(`upload: ${r.status}`);
-    }
     const direct = async () => { const t0 = performance.now(); const r = await fetch(`${base}/v1/files?workspace_id=default`, { headers }); await r.json(); return performance.now() - t0; };
     const turn = async () => {
       round = 0; arrivals.length = 0;
@@ -107,16 +81,10 @@ Measured ${new Date().toISOString().slice(0, 10)} on ${machine}; load average ${
 | time to the first SSE event of \`POST /v1/query/stream\` | ${f.toFixed(2)} ms (×${(f / d).toFixed(1)} of the direct call) | ${p90(firsts).toFixed(2)} ms |
 <!-- agent:end -->`;
     console.log(section);
-    const results = join(root, "bench/RESULTS.md");
-    const current = readFileSync(results, "utf8");
-    writeFileSync(results, /<!-- agent:start -->[\s\S]*<!-- agent:end -->/.test(current)
-      ? current.replace(/<!-- agent:start -->[\s\S]*<!-- agent:end -->/, () => section)
-      : `${current.trimEnd()}\n\n${section}\n`);
+    writeSection("agent", section);
   } finally {
-    server.kill("SIGTERM");
-    await new Promise((r) => server.once("exit", r));
+    await stop();
     await fake.close();
-    rmSync(data, { recursive: true, force: true });
   }
 }
 

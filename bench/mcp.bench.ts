@@ -8,46 +8,20 @@
  * Run: `npx tsx bench/mcp.bench.ts` (or `make bench`). Writes the `mcp` section of
  * bench/RESULTS.md.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { cpus, loadavg, totalmem } from "node:os";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startServe, writeSection } from "./serve.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PER_ROUND = Number(process.env.BENCH_REQUESTS ?? 100);
-const root = new URL("..", import.meta.url).pathname;
 
-const freePort = () => new Promise<number>((resolve) => { const s = createServer(); s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
 const quantile = (xs: number[], q: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]!; };
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 
 async function main() {
-  const data = mkdtempSync(join(tmpdir(), "operon-mcp-bench-"));
-  const port = await freePort();
-  const server = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "serve"], {
-    cwd: root, env: { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }, stdio: ["ignore", "ignore", "inherit"],
-  });
-  const base = `http://127.0.0.1:${port}`;
+  const { base, headers, stop } = await startServe();
   try {
-    for (let i = 0; ; i++) {
-      try { if ((await fetch(`${base}/healthz`)).ok) break; } catch { /* not yet */ }
-      if (i > 600) throw new Error("the server did not start");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const key = readFileSync(join(data, "bootstrap-key"), "utf8").trim();
-    const headers = { authorization: `Bearer ${key}` };
-    // A workspace with some files, so the listing has something to list.
-    for (let i = 0; i < 20; i++) {
-      const form = new FormData();
-      form.set("workspace_id", "default");
-      form.set("path", "reads");
-      form.set("file", new Blob([`@r${i}\nACGT\n+\nIIII\n`]), `s${i}.fastq`);
-      const r = await fetch(`${base}/v1/files/upload`, { method: "POST", headers, body: form });
-      if (r.status !== 201) throw new Error(`upload: ${r.status} ${await r.text()}`);
-    }
     const client = new Client({ name: "operon-bench", version: "1" });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }));
 
@@ -95,15 +69,9 @@ ${row("mcp tools/list, raw POST", "http GET /v1/tools", "the same `tools/list` a
 ${row("mcp service_list_files", "http GET /v1/files", "list a workspace's 20 files (`service_list_files` / `GET /v1/files`)")}
 <!-- mcp:end -->`;
     console.log(section);
-    const results = join(root, "bench/RESULTS.md");
-    const current = readFileSync(results, "utf8");
-    writeFileSync(results, /<!-- mcp:start -->[\s\S]*<!-- mcp:end -->/.test(current)
-      ? current.replace(/<!-- mcp:start -->[\s\S]*<!-- mcp:end -->/, () => section)
-      : `${current.trimEnd()}\n\n${section}\n`);
+    writeSection("mcp", section);
   } finally {
-    server.kill("SIGTERM");
-    await new Promise((r) => server.once("exit", r));
-    rmSync(data, { recursive: true, force: true });
+    await stop();
   }
 }
 
