@@ -13,7 +13,8 @@ import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, posix, relative, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { z } from "zod";
-import { normalizeWorkspacePath } from "../core/paths.js";
+import { normalizeWorkspacePath, parseReferenceUri } from "../core/paths.js";
+import { MAX_REFERENCES_PER_STEP } from "../core/references.js";
 import { secondaryCandidates } from "../core/tools/index.js";
 import { StoreError, type ObjectStore, type StepOutput } from "../core/ports.js";
 import type { OutputFile, StagedInput } from "../core/tools/types.js";
@@ -29,6 +30,11 @@ export interface StepPlan {
   mkdirs: string[];
   /** The file the tool's standard output goes to, relative to the working directory. */
   stdout?: string;
+  /**
+   * Files on reference volumes the tool reads in place (`ref://<volume>/<path>` at
+   * `/ref/<volume>/<path>`): not staged; stage-in checksums them for run.json (adapters/references.ts).
+   */
+  references?: Array<{ uri: string; path: string }>;
 }
 
 /** The environment variable that carries a step pod's plan. */
@@ -170,6 +176,10 @@ export const stepPlanSchema = z.object({
   outputs: z.array(z.object({ path: relPath, secondary: z.array(relPath) })),
   mkdirs: z.array(relPath),
   stdout: relPath.optional(),
+  references: z.array(z.object({
+    uri: z.string().refine((v) => { const r = parseReferenceUri(v); return r.ok && r.uri === v; }, "must be a normalized ref://<volume>/<path>"),
+    path: z.string().min(1),
+  })).max(MAX_REFERENCES_PER_STEP).optional(),
 });
 
 /** Parses a plan's JSON text; on failure one line naming the bad field (e.g. `inputs[0].local`). */

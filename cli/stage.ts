@@ -6,7 +6,10 @@
  * The plan is env `OPERON_STEP_PLAN` (JSON of StepPlan); the store is configured exactly as the
  * server's. The result goes to the container's termination log, which Kubernetes hands to the
  * operator (≤ 4096 bytes):
- * - stage-in failure: the error line, `stage-in: <message>`;
+ * - stage-in failure: the error line, `stage-in: <message>`; stage-in success: nothing, or when
+ *   the step reads files on reference volumes, their checksums for run.json,
+ *   `{"references":[{uri,sha256,size,kind?}]}` (core/references.ts `referencesReport`; the
+ *   volumes are at /ref/<name>, or where OPERON_REF_VOLUMES says, as under a test kubelet);
  * - stage-out success: `{"outputs":[{filename,position?,key,size,sha256}]}`, or
  *   `{"outputs":null,"truncated":true}` when that would not fit (the operator then HEADs the
  *   objects); stage-out failure: `{"error":"<message>"}`.
@@ -18,6 +21,8 @@ import { Command } from "commander";
 import { parseConfig } from "../core/config.js";
 import type { StepOutput } from "../core/ports.js";
 import { parseStepPlan, publishOutputs, stageInputs, STEP_PLAN_ENV, type StepPlan } from "../adapters/staging.js";
+import { checksumReferences, type VolumeRoots } from "../adapters/references.js";
+import { REFERENCE_ROOT, referencesReport } from "../core/references.js";
 import { onUsageError, parseCli, type CliIO, type Ctx } from "./program.js";
 
 /** Kubernetes keeps at most this many bytes of a container's termination message. */
@@ -86,8 +91,8 @@ function stageCli(name: "stage-in" | "stage-out", ctx: Ctx, summary: string, des
 
 export function stageInCli(ctx: Ctx): Command {
   return stageCli("stage-in", ctx, "Step pod: stage the inputs of env OPERON_STEP_PLAN in (cluster mode)",
-    "Init container of a cluster-mode step pod: download the step's inputs (with their secondary files) into the working directory and create its directories.",
-    "on failure the error line, stage-in: <message>; nothing on success.");
+    "Init container of a cluster-mode step pod: download the step's inputs (with their secondary files) into the working directory, create its directories, and checksum the files it reads on reference volumes (at /ref/<name>, or where OPERON_REF_VOLUMES maps them).",
+    "on failure the error line, stage-in: <message>; on success nothing, or for\n  a step that reads reference files their checksums, {\"references\":[{uri,sha256,size,kind?}]}.");
 }
 
 export function stageOutCli(ctx: Ctx): Command {
@@ -130,12 +135,28 @@ async function stageIn(opts: StageOptions, io: CliIO, env: NodeJS.ProcessEnv): P
     return code;
   };
   if (!s.ok) return fail(s.message, 2);
+  let report: string | undefined;
   try {
+    // Reference data first (refused if it leaves its volume), then the inputs.
+    if (s.plan.references?.length) report = referencesReport((await checksumReferences(s.plan.references, referenceRoots(s.env))).checksums);
     await stageInputs(await store(s.env), s.plan, s.workdir);
   } catch (e) {
     return fail(messageOf(e), e instanceof ConfigError ? 2 : 1);
   }
+  if (report !== undefined) await writeTerminationLog(s.terminationLog, report);
   return 0;
+}
+
+/**
+ * Where the step pod's reference volumes are: mounted at /ref/<name>, unless OPERON_REF_VOLUMES
+ * maps them elsewhere (a test kubelet that runs the pod's containers as local processes).
+ */
+function referenceRoots(env: NodeJS.ProcessEnv): VolumeRoots {
+  const c = parseConfig(env);
+  if (!c.ok) throw new ConfigError(c.message);
+  const mapped = c.config.OPERON_REF_VOLUMES;
+  if (mapped === undefined) return (name) => `${REFERENCE_ROOT}/${name}`;
+  return (name) => (Object.hasOwn(mapped, name) ? mapped[name] : undefined);
 }
 
 async function stageOut(opts: StageOptions, io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {

@@ -4,9 +4,33 @@
  * caller passes the environment.
  */
 import { z } from "zod";
+import { withHelmValue } from "./helm-values.js";
 import { isSecretName, redactSecrets } from "./redact.js";
+import { REFERENCE_VOLUME_NAME } from "./paths.js";
 
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+
+/** OPERON_REF_VOLUMES: `{"<volume name>": "/absolute/host/dir"}`, the names DNS labels. */
+const REF_VOLUMES_EXAMPLE = 'a JSON object of volume names and absolute directories, such as {"grch38": "/srv/ref/grch38"}';
+const refVolumes = z.string().transform((text, ctx) => {
+  let json: unknown;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  if (json === null || typeof json !== "object" || Array.isArray(json)) {
+    ctx.addIssue({ code: "custom", message: `must be ${REF_VOLUMES_EXAMPLE}` });
+    return z.NEVER;
+  }
+  for (const [name, dir] of Object.entries(json)) {
+    const why = !REFERENCE_VOLUME_NAME.test(name) ? "is not a valid volume name (a DNS label: lowercase letters, digits and -, at most 63)"
+      : typeof dir !== "string" || !dir.startsWith("/") ? "must name an absolute directory"
+        // eslint-disable-next-line no-control-regex
+        : /[\u0000-\u001f]/.test(dir) ? "has a control character in its directory" : undefined;
+    if (why) {
+      ctx.addIssue({ code: "custom", message: `volume ${JSON.stringify(name)} ${why} (expected ${REF_VOLUMES_EXAMPLE})` });
+      return z.NEVER;
+    }
+  }
+  return json as Record<string, string>;
+});
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -20,6 +44,13 @@ const EnvSchema = z.object({
   OPERON_UNSAFE_NO_SANDBOX: bool.default(false),
   /** Embedded mode: keep each step's working directory after it ends (debugging). */
   OPERON_KEEP_WORKDIRS: bool.default(false),
+  /**
+   * Embedded mode: read-only reference volumes, `{"<name>": "/absolute/host/dir"}`. A step
+   * names a file on one as ref://<name>/<path>; its tool reads it in place at /ref/<name>/<path>.
+   * (Cluster mode's are the step-pod configuration's referenceVolumes; a step pod's stage-in
+   * helper reads this only where the volumes are not at /ref/<name>, as under a test kubelet.)
+   */
+  OPERON_REF_VOLUMES: refVolumes.optional(),
   OPERON_KEY_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(30).default(30),
   OPERON_SIGNING_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   /** Requests per minute per API key. */
@@ -43,6 +74,12 @@ const EnvSchema = z.object({
   OPERON_S3_CREDENTIALS_SECRET: z.string().min(1).optional(),
   /** Cluster mode: S3 endpoint as the step pods reach it, when it differs from S3_ENDPOINT. */
   OPERON_STEP_S3_ENDPOINT: z.url().optional(),
+  /**
+   * Cluster mode: path of the step-pod configuration (JSON: resources, images, scheduling,
+   * reference volumes; core/kubernetes/step-pods.ts), read by the operator and the api-server
+   * at start-up. Unset: the built-in defaults.
+   */
+  OPERON_STEP_POD_CONFIG: z.string().min(1).optional(),
   /** Operator: leader-election lease; renewals every 2/15 of it, leadership given up after 2/3 without one. */
   OPERON_LEASE_DURATION_SECONDS: z.coerce.number().int().min(2).max(300).default(15),
   OPERON_LEADER_ELECTION: bool.default(true),
@@ -66,6 +103,8 @@ const EnvSchema = z.object({
   OPERON_LLM_TURN_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(600),
   /** The agent: output tokens the model may produce per turn, all rounds together. */
   OPERON_LLM_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(64).max(1_000_000).default(16_384),
+  /** Set to `helm` by the chart: a start-up error then names the chart value to set (core/helm-values.ts). */
+  OPERON_CONFIG_SOURCE: z.enum(["env", "helm"]).optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -89,7 +128,13 @@ function echo(name: string, value: string | undefined): string {
   return ` (got ${JSON.stringify(redactSecrets(value))})`;
 }
 
+/** The configuration; under the Helm chart (OPERON_CONFIG_SOURCE=helm) an error also names the chart value to set. */
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): ConfigResult {
+  const r = parseEnvironment(env);
+  return r.ok ? r : { ok: false, message: withHelmValue(r.message, env) };
+}
+
+function parseEnvironment(env: Readonly<Record<string, string | undefined>>): ConfigResult {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const r = EnvSchema.safeParse(cleaned);
   if (!r.success) {

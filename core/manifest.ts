@@ -2,7 +2,8 @@
  * The run manifest, `run.json` (spec: "Run manifest"): the provenance record written when
  * a run starts and updated when it ends. Enough to reproduce the run: the spec exactly as
  * executed, concrete parameters, input checksums, and per step the tool version, image
- * digest (or, in embedded mode, the executable's path and sha256), outputs with checksums.
+ * digest (or, in embedded mode, the executable's path and sha256), outputs with checksums,
+ * and the files it read on reference volumes with theirs.
  * Checksums are lowercase hex SHA-256.
  */
 import { z } from "zod";
@@ -46,6 +47,18 @@ export const ManifestStepSchema = z.object({
   command: z.string().optional(),
   argv: z.array(z.string()).optional(),
   executable: z.object({ path: z.string(), sha256 }).optional(),
+  /**
+   * Operon addition: files on read-only reference volumes the step read (`ref://<volume>/<path>`),
+   * with the SHA-256 and size the executor found before the tool ran (absent if it never got
+   * that far). A directory (an ANNOVAR database) has `kind: "directory"`: its size is its
+   * files' total and its checksum that of its listing (names and sizes), not of their bytes.
+   */
+  references: z.array(z.object({
+    uri: z.string().startsWith("ref://"),
+    sha256: sha256.optional(),
+    size: z.number().int().nonnegative().optional(),
+    kind: z.literal("directory").optional(),
+  })).optional(),
 });
 
 export const RunManifestSchema = z.object({
@@ -125,6 +138,7 @@ export function buildManifest(run: RunRecord, now: number): RunManifest {
         ...(x.command ? { command: x.command } : {}),
         ...(x.argv ? { argv: x.argv } : {}),
         ...(x.executable ? { executable: x.executable } : {}),
+        ...(x.references?.length ? { references: x.references.map((r) => ({ ...r })) } : {}),
       };
     }),
     ...(run.startedBy ? { startedBy: run.startedBy } : {}),

@@ -10,6 +10,9 @@
  *   name the run folder reserves (`run.json`, `logs/`), no segment starting with `-` or `.`.
  * - `checkArgument`: an element of a step's `args`: nothing that can name a file outside the
  *   step's own working directory or a URL (no `/`, `\`, `..`, `@file`, `~`).
+ * - `parseReferenceUri`: a file on a read-only reference volume, `ref://<volume>/<path>` (any
+ *   file parameter, a file input's value): the path by the workspace path's rules; the executors
+ *   refuse one whose real path (symlinks followed) leaves the volume anyway.
  */
 import { LOGS_FOLDER, MANIFEST_NAME } from "./layout.js";
 
@@ -56,6 +59,13 @@ const overSegmentLimit = (s: string): boolean => {
 
 /** Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. */
 export function normalizeWorkspacePath(input: string): PathResult {
+  const n = normalizeRelativePath(input);
+  if (n.ok && n.path.split("/", 1)[0] === "_system") return { ok: false, reason: "_system/ is reserved" };
+  return n;
+}
+
+/** The rules of `normalizeWorkspacePath` without the workspace's own reservation (`_system/`). */
+function normalizeRelativePath(input: string): PathResult {
   if (typeof input !== "string" || input.length === 0) return { ok: false, reason: "path is empty" };
   if (input.length > MAX_PATH_CHARS) return { ok: false, reason: `path is longer than ${MAX_PATH_CHARS} characters` };
   const hostile = hostileCharacters(input);
@@ -78,8 +88,52 @@ export function normalizeWorkspacePath(input: string): PathResult {
     out.push(s);
   }
   if (out.length === 0) return { ok: false, reason: "path is empty" };
-  if (out[0] === "_system") return { ok: false, reason: "_system/ is reserved" };
   return { ok: true, path: out.join("/") };
+}
+
+/** How a step names a file on a read-only reference volume: `ref://<volume>/<path>`. */
+export const REFERENCE_SCHEME = "ref://";
+/** A reference volume's name: a DNS label, as the pod volume `ref-<name>` and the mount `/ref/<name>` need. */
+export const REFERENCE_VOLUME_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export type ReferenceResult =
+  | { ok: true; /** The normalized URI. */ uri: string; volume: string; /** Relative to the volume's root. */ path: string }
+  | { ok: false; reason: string };
+
+/** Whether a value is written as a reference (`ref://…`); `parseReferenceUri` says whether it is a valid one. */
+export const isReferenceUri = (v: unknown): boolean => typeof v === "string" && v.startsWith(REFERENCE_SCHEME);
+
+/**
+ * A reference URI, `ref://<volume>/<path>` (a file, or for ANNOVAR a database directory, on a
+ * read-only reference volume): the volume a DNS label, the path normalized by the same rules
+ * as a workspace path (relative, no `.`/`..` or empty segments, no control characters or
+ * look-alikes, length limits), so that `/ref/<volume>/<path>` never leaves the volume's mount.
+ * A workspace path can never be mistaken for one: `ref:` followed by an empty segment is refused there.
+ */
+export function parseReferenceUri(input: string): ReferenceResult {
+  if (!isReferenceUri(input)) return { ok: false, reason: `a reference is written ${REFERENCE_SCHEME}<volume>/<path>` };
+  const rest = input.slice(REFERENCE_SCHEME.length);
+  const cut = rest.indexOf("/");
+  const volume = cut < 0 ? rest : rest.slice(0, cut);
+  if (!REFERENCE_VOLUME_NAME.test(volume)) {
+    return { ok: false, reason: `reference volume ${JSON.stringify(volume.slice(0, 80))} is not a valid volume name (a DNS label: lowercase letters, digits and "-", at most 63)` };
+  }
+  if (cut < 0 || cut === rest.length - 1) return { ok: false, reason: `${REFERENCE_SCHEME}${volume} names no file: write ${REFERENCE_SCHEME}${volume}/<path>` };
+  const tail = rest.slice(cut + 1);
+  if (tail.startsWith("/")) return { ok: false, reason: `reference path must be relative to its volume (ref://${volume}/<path>, without another "/")` };
+  const n = normalizeRelativePath(tail);
+  if (!n.ok) return { ok: false, reason: `reference ${n.reason}` };
+  return { ok: true, uri: `${REFERENCE_SCHEME}${volume}/${n.path}`, volume, path: n.path };
+}
+
+/**
+ * A file input's or file parameter's value: a workspace path (`normalizeWorkspacePath`) or a
+ * reference URI (`parseReferenceUri`), normalized; for a reference `path` is the whole URI.
+ */
+export function normalizeFileValue(input: string): PathResult {
+  if (!isReferenceUri(input)) return normalizeWorkspacePath(input);
+  const r = parseReferenceUri(input);
+  return r.ok ? { ok: true, path: r.uri } : r;
 }
 
 /**

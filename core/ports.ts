@@ -5,6 +5,7 @@
  */
 import type { PipelineSpec } from "./spec/schema.js";
 import type { Invocation, Runtime } from "./tools/types.js";
+import type { ReferenceChecksum, StepReference } from "./references.js";
 
 /** Bytes as a stream: a Node Readable satisfies it, and so does any async iterable of chunks. */
 export type ByteStream = AsyncIterable<Uint8Array>;
@@ -153,6 +154,8 @@ export interface StepRecord {
   imageDigest?: string | null;
   executable?: { path: string; sha256: string };
   jobName?: string;
+  /** Files on reference volumes the step read (`ref://…`), with their checksums once read. */
+  references?: StepReference[];
 }
 
 /** A pipeline run as stored (local JSON file or PipelineRun custom resource). */
@@ -238,6 +241,12 @@ export interface StepTask {
   /** Storage key prefix of the run folder, ending in `/`. */
   runRoot: string;
   timeoutMs: number;
+  /**
+   * Cluster mode: the tool container of the step's pod as the reconciler resolved it from the
+   * step-pod configuration (core/kubernetes/step-pods.ts stepCompute), with the same thread
+   * count the argv got. Absent: the executor uses its own defaults. Embedded mode ignores it.
+   */
+  pod?: { image: string; resources: { requests: Record<string, string>; limits: Record<string, string> } };
 }
 
 /**
@@ -261,6 +270,11 @@ export interface ObservedStepState {
   imageDigest?: string | null;
   executable?: { path: string; sha256: string };
   jobName?: string;
+  /**
+   * The checksums of the step's references (`invocation.references`), computed before the
+   * tool ran, in their order; the cluster's may come without URIs (matched by position).
+   */
+  references?: ReferenceChecksum[];
 }
 
 /** Runs steps: local child processes (embedded) or Kubernetes Jobs (cluster). */

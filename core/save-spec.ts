@@ -11,6 +11,7 @@
  */
 import { OUTPUT_NAMES, escapeLiteral, findReferences, hasReferences, parseTemplate, type OutputName } from "./interpolate.js";
 import { pointer, type Issue } from "./issues.js";
+import { isReferenceUri } from "./paths.js";
 import type { RunManifest } from "./manifest.js";
 import { SPEC_VERSION, type PipelineInput, type PipelineSpec, type PipelineStep } from "./spec/schema.js";
 import { validateSpec } from "./spec/validate.js";
@@ -64,8 +65,10 @@ export function extractSpec(manifest: RunManifest, options: ExtractOptions): Ext
     const d = declared.get(name);
     if (!d || used.has(name)) return;
     const { default: dflt, ...rest } = d;
-    used.set(name, d.type === "file" ? rest : { ...rest, ...(dflt !== undefined ? { default: dflt } : {}) });
     const v = manifest.parameters[name] ?? dflt;
+    // A file input's value is the run's own data, except a file on a reference volume (shared: kept as the default).
+    const keep = d.type === "file" ? (v !== undefined && isReferenceUri(v) ? v : undefined) : dflt;
+    used.set(name, { ...rest, ...(keep !== undefined ? { default: keep } : {}) });
     if (v !== undefined) previousValues[name] = v;
   };
 
@@ -96,7 +99,8 @@ export function extractSpec(manifest: RunManifest, options: ExtractOptions): Ext
         if (hasReferences(value)) return value;
         const wired = wireProduced(key, value);
         if (wired !== undefined) return wired;
-        if (fileParams.has(key)) return `\${${fileInputFor(value, `${step.stepId}_${key}`)}}`;
+        // A file on a reference volume is shared lab data, not the run's own input: it stays as written.
+        if (fileParams.has(key) && !isReferenceUri(value)) return `\${${fileInputFor(value, `${step.stepId}_${key}`)}}`;
         return value;
       }
       if (Array.isArray(value)) {
@@ -105,7 +109,7 @@ export function extractSpec(manifest: RunManifest, options: ExtractOptions): Ext
           if (typeof v !== "string" || hasReferences(v)) return v;
           const wired = wireProduced(key, v);
           if (wired !== undefined) return wired;
-          if (fileParams.has(key)) literalFiles = true;
+          if (fileParams.has(key) && !isReferenceUri(v)) literalFiles = true;
           return v;
         });
         if (literalFiles) {

@@ -11,6 +11,7 @@
  */
 import type { ObservedStep, RunPlan } from "./plan.js";
 import type { ObservedStepState, RunRecord, StepRecord } from "./ports.js";
+import { mergeReferences } from "./references.js";
 import { isFinal } from "./status.js";
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
@@ -61,8 +62,8 @@ export interface MergeInput {
   fresh: ReadonlyMap<string, ObservedStepState>;
   /** Observed before them: stands for a step gone from `fresh` meanwhile (a Job GC'd). */
   seen: ReadonlyMap<string, ObservedStepState>;
-  /** Steps started by this reconcile: the command and argv they run with. */
-  started: ReadonlyMap<string, { command: string; argv: string[] }>;
+  /** Steps started by this reconcile: the command and argv they run with, and the reference URIs they read. */
+  started: ReadonlyMap<string, { command: string; argv: string[]; references?: readonly string[] }>;
 }
 
 /** The step records after a reconcile: what was observed, else what the plan says, else what was recorded. */
@@ -74,6 +75,10 @@ export function mergeStepRecords({ records, plan, fresh, seen, started }: MergeI
     const live = o && o.phase !== "lost" ? o : undefined;
     const st = started.get(rec.stepId);
     const status = live ? live.phase : (p?.status ?? rec.status);
+    // The references the step was started with, each with the checksum its executor reported
+    // (a step started now has none yet: what an earlier attempt read does not stand for it).
+    const recorded = rec.references?.flatMap((r) => (r.sha256 !== undefined && r.size !== undefined ? [{ ...r, sha256: r.sha256, size: r.size }] : []));
+    const references = st ? mergeReferences(st.references ?? [], o?.references) : mergeReferences(rec.references?.map((r) => r.uri), o?.references ?? recorded);
     const next: StepRecord = {
       ...rec,
       status,
@@ -91,6 +96,8 @@ export function mergeStepRecords({ records, plan, fresh, seen, started }: MergeI
       ...(live?.executable ? { executable: live.executable } : {}),
       ...(o?.jobName ? { jobName: o.jobName } : {}),
     } as StepRecord;
+    if (references) next.references = references;
+    else delete next.references;
     delete next.queuePosition;
     if (status === "waiting" && p?.waitingReason) next.waitingReason = p.waitingReason;
     else delete next.waitingReason;

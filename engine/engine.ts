@@ -18,7 +18,9 @@ import { Ledger, positionsOf, queuePositions } from "../core/quota.js";
 import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
+import { isReferenceUri } from "../core/paths.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
+import { stepPodIssues, type StepPodConfig } from "../core/kubernetes/step-pods.js";
 import { startController } from "./controller.js";
 import { createReconciler } from "./reconciler.js";
 import { workspaceRoot } from "../core/layout.js";
@@ -28,6 +30,8 @@ export interface Engine {
   executor: StepExecutor;
   ledger: Ledger;
   builtins: ReadonlyMap<string, PipelineSpec>;
+  /** The reference volumes steps may name (`ref://<volume>/…`). */
+  referenceVolumes: readonly string[];
   submit(input: SubmitInput): Promise<{ ok: true; run: RunRecord } | { ok: false; status: 400 | 422; code: string; message: string; errors: Issue[] }>;
   cancel(run: RunRecord): Promise<RunRecord>;
   /**
@@ -88,6 +92,16 @@ export interface EngineDeps {
    * reads and cancels: the operator Deployment reconciles.
    */
   controller?: boolean;
+  /**
+   * Cluster mode's step-pod configuration (OPERON_STEP_POD_CONFIG): submission refuses a step
+   * above its maxResources or whose tool has no image (400), and the reconciler sizes pods by it.
+   */
+  stepPods?: StepPodConfig;
+  /**
+   * The reference volumes steps may name (`ref://<volume>/…`): embedded mode's
+   * OPERON_REF_VOLUMES. Default: the step-pod configuration's `referenceVolumes`, else none.
+   */
+  referenceVolumes?: readonly string[];
 }
 
 /** Where run folders are claimed (service data, never visible through the files API). */
@@ -128,6 +142,7 @@ function runMetrics(registry: Registry, runs: RunStore, log?: (msg: string) => v
 export function createEngine(deps: EngineDeps): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
   const tools = deps.tools ?? defaultCatalogue;
+  const referenceVolumes = deps.referenceVolumes ?? deps.stepPods?.referenceVolumes?.map((v) => v.name) ?? [];
   const metrics = new Registry();
   const stepStart = new Histogram({
     name: "operon_step_start_latency_seconds",
@@ -137,6 +152,8 @@ export function createEngine(deps: EngineDeps): Engine {
   const runEnded = deps.controller === false ? undefined : runMetrics(metrics, deps.runs, deps.log);
   const reconcile = createReconciler({
     runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools,
+    ...(deps.stepPods ? { stepPods: deps.stepPods } : {}),
+    referenceVolumes,
     ...(runEnded ? { onRunEnded: (run: RunRecord) => runEnded(run.status) } : {}),
     onStepStarted: (s) => stepStart.observe({ slot: s.waitedForSlot ? "waited" : "free", step: s.dependent ? "dependent" : "first" }, s.latencyMs / 1000),
   });
@@ -207,14 +224,18 @@ export function createEngine(deps: EngineDeps): Engine {
     executor: deps.executor,
     ledger,
     builtins,
+    referenceVolumes,
     async submit(input) {
-      const check = validateSpec(input.spec, { tools });
+      const check = validateSpec(input.spec, { tools, referenceVolumes });
       if (!check.valid) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid: ${check.errors.map((e) => `${e.path || "/"}: ${e.message}`).join("; ")}`, errors: check.errors };
       const spec = input.spec as PipelineSpec;
-      const inputs = resolveInputs(spec, input.input);
+      // What this cluster's step pods may not do: more than maxResources, a tool without an image.
+      const refused = deps.stepPods ? stepPodIssues(spec, deps.stepPods, tools) : [];
+      if (refused.length) return { ok: false, status: 400, code: "invalid_request", message: refused.map((e) => e.message).join("; "), errors: refused };
+      const inputs = resolveInputs(spec, input.input, referenceVolumes);
       if (!inputs.ok) return { ok: false, status: 422, code: "validation_failed", message: inputs.errors.map((e) => e.message).join("; "), errors: inputs.errors };
       // Every step's parameters as they will be with these inputs: refused now, not at run time.
-      const built = dryBuildSteps(spec, inputs.values, tools);
+      const built = dryBuildSteps(spec, inputs.values, tools, referenceVolumes);
       if (built.length) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid with these inputs: ${built.map((e) => `${e.path}: ${e.message}`).join("; ")}`, errors: built };
       const root = workspaceRoot(input.organization, input.workspace);
       // Every file input must exist before anything starts.
@@ -223,6 +244,8 @@ export function createEngine(deps: EngineDeps): Engine {
       for (const decl of spec.inputs ?? []) {
         if (decl.type !== "file") continue;
         const path = inputs.values[decl.name] as string;
+        // A file on a reference volume is read in place; its checksum is its step's (run.json `references`).
+        if (isReferenceUri(path)) continue;
         const info = await deps.store.head(root + path);
         if (!info) { missing.push({ code: "input_not_found", path: `/input/${decl.name}`, message: `input "${decl.name}": ${path} not found in workspace ${input.workspace}` }); continue; }
         inputChecksums[decl.name] = { s3Key: info.key, checksum: info.sha256 ?? "", size: info.size };

@@ -9,6 +9,7 @@ import { MAX_SPEC_BYTES, type PipelineSpec } from "../core/spec/schema.js";
 import { extractSpec } from "../core/save-spec.js";
 import { RunManifestSchema, buildManifest } from "../core/manifest.js";
 import { validateSpec } from "../core/spec/validate.js";
+import { defaultCatalogue } from "../core/tools/index.js";
 import { StoreError, type Clock, type ObjectStore, type RunOrigin, type RunRecord } from "../core/ports.js";
 import type { ValidationResult } from "../core/issues.js";
 import { RUN_ID } from "../core/ids.js";
@@ -100,7 +101,7 @@ export class PipelineService {
     const ws = await this.deps.access.workspace(auth, b.workspace_id);
     if ((b.spec_file === undefined) === (b.spec === undefined)) throw badRequest("spec_file", "give exactly one of spec_file or spec");
     const spec = b.spec_file !== undefined ? (await this.readSpecFile(ws, b.spec_file)).spec : b.spec;
-    return validateSpec(spec);
+    return validateSpec(spec, { tools: defaultCatalogue, referenceVolumes: this.deps.engine.referenceVolumes });
   }
 
   /** Starts a run from exactly one of a built-in id, a spec file or an inline spec; it is `queued`. */

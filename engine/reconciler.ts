@@ -17,6 +17,7 @@ import { manifestKey, runRootKey, workspaceRoot } from "../core/layout.js";
 import { isFinal } from "../core/status.js";
 import { manifestDue, mergeStepRecords, nextAttempts, observedForPlan } from "../core/step-records.js";
 import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
+import { stepCompute, type StepPodConfig } from "../core/kubernetes/step-pods.js";
 
 /** How soon a run is looked at again after one of its steps was told to stop. */
 export const KILL_RECHECK_MS = 1000;
@@ -43,6 +44,14 @@ export interface ReconcilerDeps {
   ledger: Ledger;
   clock: Clock;
   tools?: ToolCatalogue;
+  /**
+   * Cluster mode's step-pod configuration: each step's pod resources, image and thread count
+   * (core/kubernetes/step-pods.ts). Absent: the built-in defaults for an executor that runs
+   * containers, and embedded mode's rule (only a step's own resources.cpu sets threads) else.
+   */
+  stepPods?: StepPodConfig;
+  /** The reference volumes configured where steps run (`ref://<volume>/…` must name one); default none. */
+  referenceVolumes?: readonly string[];
   onStepStarted?: (s: StepStart) => void;
   /** This reconcile wrote the run's end (once per run: a finished run is not reconciled again). */
   onRunEnded?: (run: RunRecord) => void;
@@ -56,6 +65,8 @@ export const reconcilerCacheSizes = (runs: RunStore) => cacheSizesByStore.get(ru
 
 export function createReconciler(deps: ReconcilerDeps) {
   const tools = deps.tools ?? defaultCatalogue;
+  const referenceVolumes = deps.referenceVolumes ?? [];
+  const podConfig = deps.stepPods ?? (deps.executor.runtime === "container" ? {} : undefined);
   /** Steps seen waiting for a slot, by run (a cache of this process, for StepStart only). */
   const waitedForSlot = new Map<string, Set<string>>();
   cacheSizesByStore.set(deps.runs, () => ({ waitedForSlot: waitedForSlot.size }));
@@ -88,7 +99,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     const now = deps.clock.now();
     // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not
     // match the schema, or whose spec does not validate) fails with the reason, once.
-    const problem = run.invalid ?? (run.status === "queued" ? specProblem(run, tools) : undefined);
+    const problem = run.invalid ?? (run.status === "queued" ? specProblem(run, tools, referenceVolumes) : undefined);
     if (problem) {
       await deps.runs.update(run.id, (r) => ({
         ...r, status: "failed", error: `invalid PipelineRun: ${problem}`, completedAt: new Date(now).toISOString(),
@@ -113,7 +124,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     // the first create (so no other reconcile spends them meanwhile), then submit; a create
     // that fails gives back its slot and those of the steps not submitted yet.
     const startFailures = new Map<string, string>();
-    const started = new Map<string, { command: string; argv: string[]; attempt: number }>();
+    const started = new Map<string, { command: string; argv: string[]; attempt: number; references: string[] }>();
     const outputsOf = (stepId: string, output: "outputFile" | "outputFile2") => {
       const rec = run.steps.find((s) => s.stepId === stepId);
       const o = seen.get(stepId)?.outputs ?? rec?.outputs ?? [];
@@ -125,16 +136,20 @@ export function createReconciler(deps: ReconcilerDeps) {
     for (const stepId of plan.start) {
       const step = run.spec.steps.find((s) => s.stepId === stepId);
       const tool = step ? tools.get(step.toolName) : undefined;
-      if (!step || !tool) { startFailures.set(stepId, `unknown tool ${step?.toolName ?? "?"}`); continue; }
+      if (!step || !tool) { startFailures.set(stepId, `invalid parameters: unknown tool ${step?.toolName ?? "?"}`); continue; }
       const params = resolveStepParameters(step, run.parameters, outputsOf);
-      if (!params.ok) { startFailures.set(stepId, params.errors.map((e) => e.message).join("; ")); continue; }
-      const built = buildInvocation(tool, params.parameters, { runtime: deps.executor.runtime ?? "local" });
-      if (!built.ok) { startFailures.set(stepId, built.errors.map((e) => `${e.path}: ${e.message}`).join("; ")); continue; }
+      if (!params.ok) { startFailures.set(stepId, `invalid parameters: ${params.errors.map((e) => e.message).join("; ")}`); continue; }
+      // Threads and (cluster mode) the pod from one decision, so the argv and the pod agree.
+      const compute = stepCompute({ tool, params: params.parameters, resources: step.resources, config: podConfig });
+      if (!compute.ok) { startFailures.set(stepId, compute.message); continue; }
+      const built = buildInvocation(tool, compute.params, { runtime: deps.executor.runtime ?? "local", referenceVolumes });
+      if (!built.ok) { startFailures.set(stepId, `invalid parameters: ${built.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`); continue; }
       toStart.push({
         command: built.command,
         task: {
           runId: run.id, organization: run.organization, stepId, attempt: nextAttempt.get(stepId) ?? 1, toolName: tool.id, invocation: built.invocation,
           workspaceRoot: workspaceRootOf(run), runRoot: runRootKey(run), timeoutMs: stepTimeoutMs(step),
+          ...(compute.resources && compute.image ? { pod: { image: compute.image, resources: compute.resources } } : {}),
         },
       });
     }
@@ -142,7 +157,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     for (const [i, { task, command }] of toStart.entries()) {
       try {
         await deps.executor.submit(task);
-        started.set(task.stepId, { command, argv: task.invocation.argv, attempt: task.attempt });
+        started.set(task.stepId, { command, argv: task.invocation.argv, attempt: task.attempt, references: (task.invocation.references ?? []).map((r) => r.uri) });
         reportStart(run, seen, task.stepId);
       } catch (e) {
         for (const rest of toStart.slice(i)) deps.ledger.undo(run.organization, run.id, rest.task.stepId);
@@ -151,8 +166,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     }
     for (const k of plan.kill) await deps.executor.kill(run.id, k.stepId, k.reason);
     if (startFailures.size > 0) {
-      // Parameters only known to be wrong once resolved: the step fails; reconcile again to settle.
-      await deps.runs.update(run.id, (r) => ({ ...r, steps: r.steps.map((s) => (startFailures.has(s.stepId) ? { ...s, status: "failed", error: `invalid parameters: ${startFailures.get(s.stepId)}` } : s)) }));
+      // Parameters only known to be wrong once resolved, or a pod the configuration refuses
+      // (above maxResources, no image): the step fails; reconcile again to settle.
+      await deps.runs.update(run.id, (r) => ({ ...r, steps: r.steps.map((s) => (startFailures.has(s.stepId) ? { ...s, status: "failed", error: startFailures.get(s.stepId) ?? null } : s)) }));
       return {};
     }
 
@@ -193,10 +209,10 @@ export function createReconciler(deps: ReconcilerDeps) {
 }
 
 /** Why a queued run's spec or parameters cannot run, if they cannot (checked before anything starts). */
-function specProblem(run: RunRecord, tools: ToolCatalogue): string | undefined {
-  const check = validateSpec(run.spec, { tools });
+function specProblem(run: RunRecord, tools: ToolCatalogue, referenceVolumes: readonly string[]): string | undefined {
+  const check = validateSpec(run.spec, { tools, referenceVolumes });
   if (!check.valid) return check.errors.slice(0, 5).map((e) => `${e.path || "/"}: ${e.message}`).join("; ");
-  const inputs = resolveInputs(run.spec, run.parameters);
+  const inputs = resolveInputs(run.spec, run.parameters, referenceVolumes);
   if (!inputs.ok) return inputs.errors.slice(0, 5).map((e) => e.message).join("; ");
   return undefined;
 }

@@ -5,9 +5,10 @@
  * read by the api-server (cluster). `api-server/`, `operator/` and the CLI start from here.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Config } from "../core/config.js";
+import { parseStepPodConfig, type StepPodConfig } from "../core/kubernetes/step-pods.js";
 import type { ObjectStore, StepExecutor } from "../core/ports.js";
 import { createLocalObjectStore } from "../adapters/local/object-store.js";
 import { S3_DEFAULT_CONNECTION_TIMEOUT_MS, createS3ObjectStore } from "../adapters/s3/object-store.js";
@@ -73,12 +74,22 @@ function warnUnsafe(log: (s: string) => void, why: string): "off" {
   return "off";
 }
 
+/** OPERON_REF_VOLUMES as given, once each directory is found to be one: a mistyped path stops start-up. */
+async function checkReferenceVolumes(volumes: Readonly<Record<string, string>>): Promise<Record<string, string>> {
+  for (const [name, dir] of Object.entries(volumes)) {
+    const st = await stat(dir).catch(() => undefined);
+    if (!st?.isDirectory()) throw new Error(`invalid configuration: OPERON_REF_VOLUMES: volume "${name}": ${dir} is not a directory`);
+  }
+  return { ...volumes };
+}
+
 /** Embedded mode's engine: JSON run store and child-process executor under the data dir. */
 export async function createEmbeddedEngine(rt: Runtime, log: (s: string) => void): Promise<{ engine: Engine; stop(): Promise<void> }> {
   const dataDir = resolve(rt.config.OPERON_DATA_DIR);
-  const executor = createProcessExecutor({ dataDir, store: rt.store, sandbox: await chooseSandbox(dataDir, rt.config.OPERON_UNSAFE_NO_SANDBOX, log), keepWorkdirs: rt.config.OPERON_KEEP_WORKDIRS });
+  const referenceVolumes = await checkReferenceVolumes(rt.config.OPERON_REF_VOLUMES ?? {});
+  const executor = createProcessExecutor({ dataDir, store: rt.store, sandbox: await chooseSandbox(dataDir, rt.config.OPERON_UNSAFE_NO_SANDBOX, log), keepWorkdirs: rt.config.OPERON_KEEP_WORKDIRS, referenceVolumes });
   await executor.recover();
-  const engine = createEngine({ runs: createLocalRunStore(dataDir), executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, log });
+  const engine = createEngine({ runs: createLocalRunStore(dataDir), executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, referenceVolumes: Object.keys(referenceVolumes), log });
   return { engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
 }
 
@@ -105,6 +116,27 @@ export interface ClusterEngineOptions {
   /** Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster). */
   kubeconfig?: string;
   log: (msg: string) => void;
+  /** The step-pod configuration itself, instead of the file OPERON_STEP_POD_CONFIG names (tests). */
+  stepPods?: StepPodConfig;
+}
+
+/**
+ * The step-pod configuration (docs/kubernetes.md "Step pods") from the file `path` names, read
+ * at start-up by the operator and the cluster-mode api-server; none (unset): the built-in
+ * defaults. A file that cannot be read or is not a valid configuration stops start-up with
+ * one line naming the file and the JSON path of the problem.
+ */
+export async function loadStepPodConfig(path: string | undefined): Promise<StepPodConfig> {
+  if (path === undefined) return {};
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (e) {
+    throw new Error(`invalid configuration: OPERON_STEP_POD_CONFIG: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? errText(e)}`, { cause: e });
+  }
+  const r = parseStepPodConfig(text);
+  if (!r.ok) throw new Error(`invalid configuration: OPERON_STEP_POD_CONFIG: ${path}: ${r.message}`);
+  return r.config;
 }
 
 /** A StepExecutor for the api-server, which never runs steps: it only has logs in storage. */
@@ -119,10 +151,12 @@ const readOnlyExecutor: StepExecutor = {
 
 /** The api-server's engine in cluster mode: PipelineRuns in, PipelineRuns out. */
 export async function createClusterEngine(config: Config, store: ObjectStore, opts: ClusterEngineOptions): Promise<{ engine: Engine; runs: KubeRunStore; client: KubeClient; stop(): Promise<void> }> {
+  // Submission refuses what the operator would (above maxResources, a tool without an image).
+  const stepPods = opts.stepPods ?? await loadStepPodConfig(config.OPERON_STEP_POD_CONFIG);
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE });
   const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
   await runs.start();
-  const engine = createEngine({ runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, log: opts.log });
+  const engine = createEngine({ runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, log: opts.log });
   return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); client.close(); } };
 }
 

@@ -45,7 +45,7 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
   const { engine, store, access, clock } = deps;
   const tool = defaultCatalogue.get(toolId);
   if (!tool) throw new ApiError("not_found", `unknown tool ${JSON.stringify(toolId)}; tools: ${defaultCatalogue.ids.join(", ")}`, { valid_values: [...defaultCatalogue.ids] });
-  const built = buildInvocation(tool, b.input, { runtime: "local" });
+  const built = buildInvocation(tool, b.input, { runtime: "local", referenceVolumes: engine.referenceVolumes });
   if (!built.ok) throw new ApiError("invalid_request", built.errors.map((e) => `input${e.path.replace(/\//g, ".")}: ${e.message}`).join("; "), { errors: built.errors });
   if (built.invocation.inputs.length > 0 && !b.workspace_id) throw new ApiError("invalid_request", "workspace_id: is required for a tool that reads files", { field: "workspace_id" });
   const ws = b.workspace_id ? await access.workspace(auth, b.workspace_id) : undefined;

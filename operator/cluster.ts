@@ -20,7 +20,7 @@ import { startJanitor, type Janitor } from "../adapters/kubernetes/janitor.js";
 import { controllerCacheSizes } from "../engine/controller.js";
 import { reconcilerCacheSizes } from "../engine/reconciler.js";
 import { createEngine, type Engine } from "../engine/engine.js";
-import type { ClusterEngineOptions } from "../engine/runtime.js";
+import { loadStepPodConfig, type ClusterEngineOptions } from "../engine/runtime.js";
 
 export const LEASE_NAME = "operon-operator";
 
@@ -83,6 +83,8 @@ export interface OperatorTuning {
  */
 export async function startOperator(config: Config, store: ObjectStore, opts: ClusterOptions & { identity?: string; listen?: boolean; onLostLease?: (why: string) => void; tuning?: OperatorTuning }): Promise<Operator> {
   const tuning = opts.tuning ?? {};
+  // Step pods' resources, images, scheduling and reference volumes; a bad file stops start-up.
+  const stepPods = opts.stepPods ?? await loadStepPodConfig(config.OPERON_STEP_POD_CONFIG);
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, ...(tuning.requestTimeoutMs ? { timeoutMs: tuning.requestTimeoutMs } : {}) });
   const ns = config.OPERON_NAMESPACE;
   const identity = opts.identity ?? `${hostname()}-${randomBytes(4).toString("hex")}`;
@@ -134,7 +136,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       return isFinal((res.status as { phase?: string } | undefined)?.phase);
     };
     const executor = createJobExecutor({
-      client: c, namespace: ns, store, onError, ...quiet,
+      client: c, namespace: ns, store, onError, ...quiet, stepPods,
       ownerUid: (id) => runs.uidOf(id),
       runFinished: finished,
       template: {
@@ -153,7 +155,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
     synced.catch(() => undefined);
     await Promise.race([synced, termEnded]);
     if (t.abort.signal.aborted) return;
-    const engine = createEngine({ runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, log: opts.log });
+    const engine = createEngine({ runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, stepPods, log: opts.log });
     t.engine = engine;
     t.janitor = startJanitor({
       client: c, namespace: ns, runs, jobs: executor.jobs, jobsOfRun: (id) => executor.jobsOfRun(id),

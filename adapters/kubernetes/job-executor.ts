@@ -7,7 +7,9 @@
  *    its end was first seen, its outputs (read once, from the stage-out helper's termination
  *    message, else by HEADs in object storage), its pod look-up, whether its log was copied,
  *    whether a stop is in flight.
- * Jobs and their pods are watched through supervised informers. `observe(run)` — the
+ * A Job may have several pods — the Job controller replaces one that Kubernetes disrupted
+ * (evicted, its node lost) — and the newest speaks for it. Jobs and their pods are watched
+ * through supervised informers. `observe(run)` — the
  * reconciler's read path — only reads (the caches, the handles' outputs, a pod the watch has
  * not delivered): it writes nothing to the API or to storage. The writes happen on the watch
  * side, level-triggered: whenever a Job or its pod changes, the Job's handle syncs — a Job
@@ -25,8 +27,10 @@
  */
 import { stepLogKeyIn } from "../../core/layout.js";
 import { EventEmitter } from "node:events";
-import { buildJob, jobActive, jobForCache, jobStep, observeJob, podForCache, terminationOutputs, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
+import { buildJob, jobActive, jobEnded, jobForCache, jobStep, newestPod, observeJob, podForCache, terminationOutputs, STAGE_CONTAINER_IN, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
+import { parseReferencesReport } from "../../core/references.js";
 import { ANNOTATION, LABEL } from "../../core/kubernetes/pipelinerun.js";
+import { stepCompute, toolImage, type StepPodConfig } from "../../core/kubernetes/step-pods.js";
 import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepOutput } from "../../core/ports.js";
 import { defaultCatalogue, type ToolCatalogue } from "../../core/tools/index.js";
 import { isAlreadyExists, isNotFound, KubeError, paths, type KubeClient } from "./client.js";
@@ -40,7 +44,12 @@ export interface JobExecutorOptions {
   namespace: string;
   store: ObjectStore;
   /** Everything of the Job template but the step (core/kubernetes/jobs.ts JobTemplateOptions). */
-  template: Omit<JobTemplateOptions, "namespace" | "toolImage" | "owner">;
+  template: Omit<JobTemplateOptions, "namespace" | "toolImage" | "owner" | "stepPods">;
+  /**
+   * The step-pod configuration (core/kubernetes/step-pods.ts): scheduling, pull secrets,
+   * reference volumes, and the image and resources of a task that does not carry its own.
+   */
+  stepPods?: StepPodConfig;
   /** The PipelineRun's uid for owner references (from the run store's cache). */
   ownerUid?: (runId: string) => string | undefined;
   tools?: ToolCatalogue;
@@ -121,7 +130,15 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   const selector = LABEL.run;
   const runOf = (obj: KubeObject) => obj.metadata.annotations?.[ANNOTATION.runId] ?? obj.metadata.labels?.[LABEL.run];
   const finished = (runId: string | undefined) => runId !== undefined && (opts.runFinished?.(runId) ?? false);
+  const stepPods = opts.stepPods ?? {};
   const toolOf = (job: Job) => tools.get(job.metadata.annotations?.[ANNOTATION.tool] ?? "");
+  /** The image a tool's pods run here (a mirror, an override), for messages about it. */
+  const imageOf = (job: Job): string | undefined => {
+    const tool = toolOf(job);
+    if (!tool) return undefined;
+    const i = toolImage(tool, stepPods);
+    return i.ok ? i.image : tool.image;
+  };
   const common = { onError, ...(opts.quietMs ? { quietMs: opts.quietMs } : {}) };
 
   // Indexes kept beside the caches (the informers update the cache before calling back), so
@@ -213,13 +230,11 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     ...common,
   });
 
-  const newest = (list: Iterable<Pod>): Pod | undefined => {
-    let best: Pod | undefined;
-    for (const p of list) if (!best || (p.metadata.creationTimestamp ?? "") > (best.metadata.creationTimestamp ?? "")) best = p;
-    return best;
-  };
-  /** The Job's newest pod the pod index knows. */
-  const podOf = (job: string): Pod | undefined => newest([...(podsByJob.get(job) ?? [])].map((n) => pods.get(n)).filter((p): p is Pod => p !== undefined));
+  /**
+   * The pod that speaks for the Job, of those the pod index knows: its newest (a Job whose pod
+   * was evicted or lost its node has a replacement; core/kubernetes/jobs.ts newestPod).
+   */
+  const podOf = (job: string): Pod | undefined => newestPod([...(podsByJob.get(job) ?? [])].map((n) => pods.get(n)).filter((p): p is Pod => p !== undefined));
 
   /** The run's indexed Jobs with their handles. */
   function attemptsOf(runId: string): Array<{ h: StepHandle; job: Job }> {
@@ -247,7 +262,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
 
   /* ---------------------------------------------------------------- the handle's reads */
 
-  const completedJob = (job: Job) => job.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ?? false;
+  const completedJob = (job: Job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "SuccessCriteriaMet") && c.status === "True") ?? false;
 
   /**
    * The pod of an ended Job that the pod watch has not delivered yet (the Job and pod watches
@@ -269,7 +284,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         pods.assume(pod);
         if (keep) index(podsByJob, h.job, pod.metadata.name, true);
       }
-      return keep ? podOf(h.job) : newest(list.items);
+      return keep ? podOf(h.job) : newestPod(list.items);
     })();
     h.podLookup = p;
     p.catch(() => { if (h.podLookup === p) h.podLookup = undefined; });
@@ -327,15 +342,17 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       if (!attached(h)) return;
       const job = jobs.get(h.job);
       if (!job) return;
-      if (!jobActive(job) && h.endSeen === undefined) h.endSeen = clock.now();
+      // The step's end is seen at SuccessCriteriaMet / FailureTarget already (its pods may still terminate).
+      if (jobEnded(job) && h.endSeen === undefined) h.endSeen = clock.now();
       if (!writing || finished(h.runId)) return;
-      const seen = observeJob(job, podOf(h.job), toolOf(job)?.image);
+      const seen = observeJob(job, podOf(h.job), imageOf(job));
       if (seen.stopNeeded) {
         // The pod cannot start (bad image, bad config): it never will on its own. Its log
         // comes once the Job is stopped.
         if (!h.stopping) stopJob(h, job, "failed", seen.state.message).catch((e: unknown) => { onError(e); retryLater(h); });
         return;
       }
+      // The log once the Job's pods are gone (Complete / Failed): a terminating tool may still write to it.
       if (!jobActive(job) && h.log === undefined) void copyLog(h, job);
     } catch (e) {
       onError(e);
@@ -432,7 +449,14 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       const tool = tools.get(task.toolName);
       if (!tool) throw new Error(`unknown tool ${task.toolName}`);
       const uid = opts.ownerUid?.(task.runId);
-      const job = buildJob(task, { ...opts.template, namespace, toolImage: tool.image, ...(uid ? { owner: { name: task.runId, uid } } : {}) });
+      // The reconciler resolves each step's pod (task.pod); without it, the tool's defaults here.
+      const fallback = task.pod ? undefined : stepCompute({ tool, params: {}, config: stepPods });
+      if (fallback && !fallback.ok) throw new Error(fallback.message);
+      const job = buildJob(task, {
+        ...opts.template, namespace, stepPods, toolImage: fallback?.image ?? tool.image,
+        ...(fallback?.resources ? { resources: fallback.resources } : {}),
+        ...(uid ? { owner: { name: task.runId, uid } } : {}),
+      });
       let cur: Job;
       try {
         cur = await client.request<Job>("POST", paths.jobs(namespace), { body: job });
@@ -452,15 +476,19 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       for (const [stepId, { h, job }] of latestByStep(runId)) {
         let pod = podOf(h.job);
         const tool = toolOf(job);
-        let seen = observeJob(job, pod, tool?.image);
+        const image = imageOf(job);
+        let seen = observeJob(job, pod, image);
         if (!pod && seen.state.phase === "failed" && !job.metadata.annotations?.[ANNOTATION.stopped]) {
           // The error must say what the pod says: wait for it (failures are rare).
           pod = await lookUpPod(h, job).catch((e: unknown) => { onError(e); return undefined; });
-          if (pod) seen = observeJob(job, pod, tool?.image);
+          if (pod) seen = observeJob(job, pod, image);
         }
         // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
         const ended = h.endSeen;
         let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null, ...(ended !== undefined && seen.state.phase !== "running" ? { endSeenAt: ended } : {}) };
+        // The checksums of the step's reference files, from its stage-in helper's termination message.
+        const references = parseReferencesReport(pod?.status?.initContainerStatuses?.find((c) => c.name === STAGE_CONTAINER_IN)?.state?.terminated?.message);
+        if (references) state.references = references;
         if (seen.completed) {
           const o = await readOutputs(h, job, pod);
           state = typeof o === "string" ? { ...state, phase: "failed", message: o } : { ...state, outputs: o };

@@ -7,6 +7,9 @@
  * shared with cluster mode's step pods): mounted read-only where the store keeps them as
  * local files, else copied. stdout goes to the declared file (or the log), stderr to the
  * log; on success every declared output is uploaded to the run folder with its SHA-256.
+ * Files on reference volumes (`ref://<volume>/<path>`, OPERON_REF_VOLUMES) are not staged:
+ * each is checked to stay inside its volume and checksummed (adapters/references.ts) before
+ * the tool runs, and the volume is mounted read-only at /ref/<volume>.
  * The step's state and log sit beside its working directory, out of the tool's reach, so a
  * restarted server still knows what finished. Policy for a step whose process vanished
  * (the server stopped while it ran): it is forgotten and started again as the next attempt,
@@ -22,6 +25,8 @@ import { access, constants, mkdir, open, readFile, readdir, realpath, rm, writeF
 import { delimiter, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepTask } from "../../core/ports.js";
+import { REFERENCE_ROOT } from "../../core/references.js";
+import { ChecksumCache, checksumReferences } from "../references.js";
 import { copyInputs, locateInputs, makeDirs, publishOutputs } from "../staging.js";
 import { SANDBOX_PASSWD, SANDBOX_TMP, SANDBOX_WORKDIR, bwrapArgv, type SandboxBind } from "./sandbox.js";
 
@@ -50,6 +55,13 @@ export interface ProcessExecutorOptions {
    * published; the step's state file and log stay.
    */
   keepWorkdirs?: boolean;
+  /**
+   * Reference volumes (OPERON_REF_VOLUMES): name → host directory. A step's `ref://<name>/…`
+   * files are read there in place: checksummed for run.json before the tool runs, and the
+   * directory mounted read-only at /ref/<name> in the sandbox. A reference whose real path
+   * leaves its directory, or a volume not listed here, fails the step.
+   */
+  referenceVolumes?: Readonly<Record<string, string>>;
 }
 
 /** Where a step's files are: its state and log beside the tool's working directory, never in it. */
@@ -66,6 +78,9 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
   const PATH = opts.path ?? process.env.PATH ?? "/usr/bin:/bin";
   const sandbox = opts.sandbox ?? "bwrap";
   const mountInputs = opts.mountInputs ?? true;
+  /** Reference checksums by (real path, size, mtime): a genome is read once per server, not once per step. */
+  const referenceChecksums = new ChecksumCache();
+  const volumeDir = (name: string) => (opts.referenceVolumes && Object.hasOwn(opts.referenceVolumes, name) ? opts.referenceVolumes[name] : undefined);
   let stopping = false;
   /** A message for the step record and clients: no server path in it. */
   const scrub = (e: Entry, m: string) => m.split(`${e.dir}/work/`).join("").split(`${e.dir}/`).join("").split(e.dir).join("<step>").split(opts.dataDir).join("<data dir>");
@@ -183,6 +198,22 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       return;
     }
     const binds: SandboxBind[] = [];
+    // Reference data first: located (refused if it leaves its volume) and checksummed for
+    // run.json before anything is staged; each volume used is mounted read-only at /ref/<name>.
+    let referenceDirs = new Map<string, string>();
+    const references = task.invocation.references ?? [];
+    if (references.length) {
+      try {
+        const r = await checksumReferences(references, volumeDir, referenceChecksums);
+        referenceDirs = r.volumes;
+        e.state = { ...e.state, references: r.checksums };
+        for (const [name, dir] of referenceDirs) binds.push({ host: dir, path: `${REFERENCE_ROOT}/${name}`, readOnly: true });
+      } catch (err) {
+        await writeFile(log, `reference data refused: ${messageOf(err)}\n`, { flag: "a" });
+        await finish({ phase: "failed", exitCode: null, message: messageOf(err) });
+        return;
+      }
+    }
     try {
       const files = await locateInputs(opts.store, { workspaceRoot: task.workspaceRoot, inputs: task.invocation.inputs });
       // Inputs that are also outputs (an index step's file) are copied: the tool writes beside
@@ -231,7 +262,9 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
         cwd = d.work;
       } else {
         env = { PATH, HOME: d.work, LANG: "C.UTF-8", TMPDIR: d.tmp };
-        argv = [...task.invocation.argv];
+        // No sandbox, no /ref mount: the tool reads reference files from their host directories.
+        const onHost = (a: string) => [...referenceDirs].reduce((x, [name, dir]) => x.split(`${REFERENCE_ROOT}/${name}/`).join(`${dir}/`), a);
+        argv = task.invocation.argv.map(onHost);
         cwd = d.work;
       }
     } catch (err) {

@@ -2,7 +2,8 @@
  * The OS sandbox of embedded mode's steps (bubblewrap). A step process sees its own working
  * directory read-write at `/work`, a scratch `/tmp` of its own, the system's tool paths
  * read-only (`/usr`, and the few `/etc` entries the Java tools need), its inputs read-only
- * where they are mounted rather than copied — and nothing else: not the data directory,
+ * where they are mounted rather than copied, the reference volumes its step names read-only at
+ * `/ref/<volume>` — and nothing else: not the data directory,
  * not other runs' working directories, not the host's `/etc`, `/root` or `/tmp`, and no
  * network (every namespace is unshared, so only a loopback with nothing behind it exists).
  * This module only builds the bwrap argv and probes whether bwrap works; the executor
@@ -25,7 +26,7 @@ export interface SandboxSpec {
   tmpDir: string;
   /** A passwd file naming the step's user (Java asks for a user name and home). */
   passwdFile: string;
-  /** Further mounts: inputs (read-only), a tool's own directory outside /usr (read-only). */
+  /** Further mounts: inputs (read-only), a tool's own directory outside /usr (read-only), reference volumes at /ref/<name> (read-only). */
   binds: readonly SandboxBind[];
   env: Readonly<Record<string, string>>;
   argv: readonly string[];

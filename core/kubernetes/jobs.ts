@@ -1,17 +1,47 @@
 /**
  * One Kubernetes Job per step (DESIGN §4), as pure data: the Job a step attempt becomes, and
- * what a Job and its pod say about the step (running, completed, failed and why). Kept here
+ * what a Job and its pods say about the step (running, completed, failed and why). Kept here
  * so the Kubernetes executor stays a dumb mover of objects and every decision — OOM-killed,
  * evicted, an image that cannot start, a deadline, a stop requested by the operator — is a
  * table-tested function.
+ *
+ * Retries belong to the Job controller. Every step Job has `backoffLimit: 0`, `restartPolicy:
+ * Never` and a `podFailurePolicy`: a pod that failed because Kubernetes disrupted it (condition
+ * `DisruptionTarget`: an eviction, a lost node, preemption) is ignored — the controller
+ * replaces it and it does not count — while the tool's own non-zero exit fails the Job at once
+ * (`FailJob`). A stage-in or stage-out helper that exits non-zero matches no rule and counts
+ * against `backoffLimit: 0`, so it fails the Job too: the helpers retry their own storage
+ * requests, and what remains (an input missing, an output not produced) would fail again.
+ * `podReplacementPolicy: Failed` starts a replacement only once the old pod has fully
+ * terminated, so two pods never stage the same outputs at once. A Job can therefore have
+ * several pods: the newest speaks for it (newestPod), and one that failed by disruption while
+ * the Job is still active is not the step's failure.
+ *
+ * The Job controller (Kubernetes ≥ 1.31) writes `SuccessCriteriaMet` before `Complete` and
+ * `FailureTarget` before `Failed`, and adds the final condition only once the Job's pods are
+ * gone. The step's outcome is read from the first of each pair: at `SuccessCriteriaMet` the
+ * pod has succeeded and its outputs are in storage, so dependent steps may start at once; at
+ * `FailureTarget` the step has failed whatever the controller still has to clean up. Whether
+ * the Job still holds one of its organization's slots (jobActive) waits for the second:
+ * between the two the controller may still be terminating a pod (a deadline: the tool is
+ * sent SIGTERM and has its grace period), which uses the node like a running step. So a new
+ * leader, which rebuilds its ledger from jobActive, counts such a Job, and the tool's log is
+ * copied only then (it may still be written to). The reconciler's own ledger follows the
+ * step's observed phase, as it does for a step the operator stopped (whose pod also still
+ * terminates): between `SuccessCriteriaMet` and `Complete` no pod of the Job runs at all,
+ * and after `FailureTarget` only a pod already being terminated does.
  */
 import type { ObservedStepState, StepOutput, StepTask } from "../ports.js";
+import { REFERENCE_ROOT } from "../references.js";
 import { ANNOTATION, LABEL, jobName, labelValue } from "./pipelinerun.js";
+import { DEFAULT_TOOL_RESOURCES, type ResourceRequirements, type StepPodConfig } from "./step-pods.js";
 
 export const STAGE_CONTAINER_IN = "stage-in";
 export const TOOL_CONTAINER = "tool";
 export const STAGE_CONTAINER_OUT = "stage-out";
 export const WORKDIR = "/work";
+/** A reference volume's pod volume; it is mounted read-only at `/ref/<name>` (REFERENCE_ROOT). */
+export const refVolumeName = (name: string) => `ref-${name}`;
 
 /**
  * The tool container's entry: a fixed script (never built from user input) that runs the
@@ -30,9 +60,10 @@ export interface ContainerState {
 }
 export interface ContainerStatus { name: string; image?: string; imageID?: string; state?: ContainerState; lastState?: ContainerState }
 
+export interface PodCondition { type: string; status: string; reason?: string; message?: string }
 export interface PodObject {
   metadata: { name: string; labels?: Record<string, string>; creationTimestamp?: string; deletionTimestamp?: string };
-  status?: { phase?: string; reason?: string; message?: string; initContainerStatuses?: ContainerStatus[]; containerStatuses?: ContainerStatus[] };
+  status?: { phase?: string; reason?: string; message?: string; conditions?: PodCondition[]; initContainerStatuses?: ContainerStatus[]; containerStatuses?: ContainerStatus[] };
 }
 
 export interface JobCondition { type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string }
@@ -63,16 +94,34 @@ export interface JobTemplateOptions {
   storageEnv: Record<string, string>;
   /** Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY for the helpers, if any. */
   credentialsSecret?: string;
+  /** The pods' service account when the step-pod configuration names none. */
   serviceAccountName?: string;
+  /** The tool container's resources when the task carries none (task.pod). */
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  /** Scheduling, pull secrets, reference volumes and maxResources (core/kubernetes/step-pods.ts). */
+  stepPods?: StepPodConfig;
   /** Finished Jobs (and their pods and logs) are removed after this long. */
   ttlSecondsAfterFinished?: number;
   /** Who created the Job (operator identity), recorded as an annotation. */
   createdBy?: string;
 }
 
-const DEFAULT_RESOURCES = { requests: { cpu: "500m", memory: "1Gi" }, limits: { memory: "8Gi" } };
+const DEFAULT_RESOURCES: ResourceRequirements = { requests: { ...DEFAULT_TOOL_RESOURCES.requests }, limits: { ...DEFAULT_TOOL_RESOURCES.limits } };
 const HELPER_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
+
+/**
+ * Evictions, lost nodes and preemption (`DisruptionTarget`) are retried by the Job controller
+ * and do not count; the tool's non-zero exit fails the Job at once. Anything else (a helper's
+ * non-zero exit) counts against backoffLimit 0. See the module comment.
+ */
+export const POD_FAILURE_POLICY = {
+  rules: [
+    { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+    { action: "FailJob", onExitCodes: { containerName: TOOL_CONTAINER, operator: "NotIn", values: [0] } },
+  ],
+};
+
+const nonEmpty = (v: unknown): boolean => v !== undefined && v !== "" && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
 const containerSecurity = {
   allowPrivilegeEscalation: false,
@@ -85,6 +134,7 @@ const containerSecurity = {
 /** The Job for one attempt of one step. */
 export function buildJob(task: StepTask, o: JobTemplateOptions): JobObject {
   const name = jobName(task.runId, task.stepId, task.attempt);
+  const pods = o.stepPods ?? {};
   const labels = {
     [LABEL.org]: labelValue(task.organization),
     [LABEL.workspace]: labelValue(workspaceOf(task.workspaceRoot)),
@@ -100,18 +150,36 @@ export function buildJob(task: StepTask, o: JobTemplateOptions): JobObject {
     outputs,
     mkdirs: task.invocation.mkdirs,
     ...(task.invocation.stdout ? { stdout: task.invocation.stdout } : {}),
+    // Files on reference volumes: stage-in checksums them (read in place by the tool, never staged).
+    ...(task.invocation.references?.length ? { references: task.invocation.references.map((r) => ({ uri: r.uri, path: r.path })) } : {}),
   });
+  const resources = task.pod?.resources ?? (o.resources ? { requests: { ...o.resources.requests }, limits: { ...o.resources.limits } } : DEFAULT_RESOURCES);
+  const memoryLimit = resources.limits?.memory;
+  const scratchLimit = resources.limits?.["ephemeral-storage"];
+  const maxMemory = pods.maxResources?.memory;
   const helperEnv = [
     ...Object.entries(o.storageEnv).map(([n, value]) => ({ name: n, value })),
     { name: "OPERON_STEP_PLAN", value: plan },
   ];
   const envFrom = o.credentialsSecret ? [{ secretRef: { name: o.credentialsSecret } }] : [];
+  const refs = pods.referenceVolumes ?? [];
   const mounts = [{ name: "work", mountPath: WORKDIR }, { name: "tmp", mountPath: "/tmp" }];
-  const helper = (cname: string, args: string[]) => ({
-    name: cname, image: o.image, args, env: helperEnv, envFrom, volumeMounts: mounts,
+  // Reference data: read-only, where stage-in and the tool read it.
+  const withRefs = [...mounts, ...refs.map((r) => ({ name: refVolumeName(r.name), mountPath: `${REFERENCE_ROOT}/${r.name}`, readOnly: true }))];
+  const helper = (cname: string, args: string[], volumeMounts: typeof withRefs) => ({
+    name: cname, image: o.image, args, env: helperEnv, envFrom, volumeMounts,
     resources: HELPER_RESOURCES, securityContext: containerSecurity, terminationMessagePolicy: "File",
   });
   const deadline = Math.max(1, Math.ceil(task.timeoutMs / 1000));
+  const serviceAccountName = pods.serviceAccountName || o.serviceAccountName;
+  const scheduling = {
+    ...(nonEmpty(pods.nodeSelector) ? { nodeSelector: pods.nodeSelector } : {}),
+    ...(nonEmpty(pods.tolerations) ? { tolerations: pods.tolerations } : {}),
+    ...(nonEmpty(pods.affinity) ? { affinity: pods.affinity } : {}),
+    ...(pods.priorityClassName ? { priorityClassName: pods.priorityClassName } : {}),
+    ...(pods.runtimeClassName ? { runtimeClassName: pods.runtimeClassName } : {}),
+    ...(nonEmpty(pods.imagePullSecrets) ? { imagePullSecrets: pods.imagePullSecrets } : {}),
+  };
   return {
     apiVersion: "batch/v1",
     kind: "Job",
@@ -129,12 +197,16 @@ export function buildJob(task: StepTask, o: JobTemplateOptions): JobObject {
         [ANNOTATION.timeoutMs]: String(task.timeoutMs),
         [ANNOTATION.runId]: task.runId,
         [ANNOTATION.tool]: task.toolName,
+        ...(memoryLimit ? { [ANNOTATION.memoryLimit]: memoryLimit } : {}),
+        ...(maxMemory ? { [ANNOTATION.maxMemory]: maxMemory } : {}),
         ...(o.createdBy ? { [ANNOTATION.createdBy]: o.createdBy } : {}),
       },
       ...(o.owner ? { ownerReferences: [{ apiVersion: "operon.dev/v1alpha1", kind: "PipelineRun", name: o.owner.name, uid: o.owner.uid, controller: true, blockOwnerDeletion: true }] } : {}),
     },
     spec: {
       backoffLimit: 0,
+      podFailurePolicy: POD_FAILURE_POLICY,
+      podReplacementPolicy: "Failed",
       activeDeadlineSeconds: deadline,
       ...(o.ttlSecondsAfterFinished !== undefined ? { ttlSecondsAfterFinished: o.ttlSecondsAfterFinished } : {}),
       template: {
@@ -142,14 +214,20 @@ export function buildJob(task: StepTask, o: JobTemplateOptions): JobObject {
         spec: {
           restartPolicy: "Never",
           automountServiceAccountToken: false,
-          ...(o.serviceAccountName ? { serviceAccountName: o.serviceAccountName } : {}),
+          ...(serviceAccountName ? { serviceAccountName } : {}),
+          ...scheduling,
           securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
-          volumes: [{ name: "work", emptyDir: {} }, { name: "tmp", emptyDir: {} }],
+          volumes: [
+            // Staged inputs and outputs live here: as large as the step's ephemeral-storage limit, when it has one.
+            { name: "work", emptyDir: scratchLimit ? { sizeLimit: scratchLimit } : {} },
+            { name: "tmp", emptyDir: {} },
+            ...refs.map((r) => ({ name: refVolumeName(r.name), ...readOnlySource(r.volume) })),
+          ],
           initContainers: [
-            helper(STAGE_CONTAINER_IN, ["stage-in", "--workdir", WORKDIR]),
+            helper(STAGE_CONTAINER_IN, ["stage-in", "--workdir", WORKDIR], withRefs),
             {
               name: TOOL_CONTAINER,
-              image: o.toolImage,
+              image: task.pod?.image ?? o.toolImage,
               command: TOOL_ENTRY,
               args: task.invocation.argv,
               workingDir: WORKDIR,
@@ -158,16 +236,23 @@ export function buildJob(task: StepTask, o: JobTemplateOptions): JobObject {
                 { name: "HOME", value: WORKDIR },
                 { name: "TMPDIR", value: "/tmp" },
               ],
-              volumeMounts: mounts,
-              resources: o.resources ?? DEFAULT_RESOURCES,
+              volumeMounts: withRefs,
+              resources,
               securityContext: containerSecurity,
             },
           ],
-          containers: [helper(STAGE_CONTAINER_OUT, ["stage-out", "--workdir", WORKDIR])],
+          containers: [helper(STAGE_CONTAINER_OUT, ["stage-out", "--workdir", WORKDIR], mounts)],
         },
       },
     },
   };
+}
+
+/** A reference volume's source, with a claim mounted read-only (so a ReadOnlyMany claim attaches to every node). */
+function readOnlySource(volume: Record<string, unknown>): Record<string, unknown> {
+  const pvc = volume["persistentVolumeClaim"];
+  if (pvc && typeof pvc === "object" && (pvc as { readOnly?: unknown }).readOnly === undefined) return { persistentVolumeClaim: { ...pvc, readOnly: true } };
+  return volume;
 }
 
 function workspaceOf(root: string): string {
@@ -205,6 +290,8 @@ export function podForCache<T extends PodObject>(pod: T): T {
         ...(st.phase !== undefined ? { phase: st.phase } : {}),
         ...(st.reason !== undefined ? { reason: st.reason } : {}),
         ...(st.message !== undefined ? { message: st.message } : {}),
+        // Of the conditions, only the one that says Kubernetes disrupted the pod.
+        ...(st.conditions?.some(isDisruption) ? { conditions: st.conditions.filter(isDisruption) } : {}),
         ...(st.initContainerStatuses ? { initContainerStatuses: st.initContainerStatuses } : {}),
         ...(st.containerStatuses ? { containerStatuses: st.containerStatuses } : {}),
       },
@@ -212,9 +299,48 @@ export function podForCache<T extends PodObject>(pod: T): T {
   } as T;
 }
 
-/** A Job that has not finished and was not stopped: it holds one of its organization's slots. */
+/**
+ * A Job that has not finished and was not stopped: it holds one of its organization's slots.
+ * Until `Complete` or `Failed`, also after `SuccessCriteriaMet` or `FailureTarget` (module comment).
+ */
 export function jobActive(job: JobObject): boolean {
   return !cond(job, "Complete") && !cond(job, "Failed") && !job.metadata.annotations?.[ANNOTATION.stopped];
+}
+
+/** The step's outcome is decided: succeeded or failed (perhaps with pods still terminating), or stopped. */
+export function jobEnded(job: JobObject): boolean {
+  return !jobActive(job) || cond(job, "SuccessCriteriaMet") !== undefined || cond(job, "FailureTarget") !== undefined;
+}
+
+const isDisruption = (c: PodCondition) => c.type === "DisruptionTarget" && c.status === "True";
+const terminal = (p: PodObject) => p.status?.phase === "Succeeded" || p.status?.phase === "Failed";
+
+/**
+ * Kubernetes disrupted the pod (an eviction, a lost node, preemption): the Job controller
+ * replaces it, and it is not the step's failure. A kubelet eviction without the condition
+ * (clusters before 1.26) says `Evicted`.
+ */
+export function podDisrupted(pod: PodObject): boolean {
+  return pod.status?.conditions?.some(isDisruption) === true || pod.status?.reason === "Evicted";
+}
+
+/**
+ * The pod that speaks for a Job: its newest (a replacement after a disruption). Creation times
+ * have seconds only: of pods created in the same second, one still running wins over a
+ * terminated one (the replacement over the pod it replaced), then the name decides.
+ */
+export function newestPod<T extends PodObject>(pods: Iterable<T>): T | undefined {
+  let best: T | undefined;
+  for (const p of pods) {
+    if (!best) { best = p; continue; }
+    const a = p.metadata.creationTimestamp ?? "";
+    const b = best.metadata.creationTimestamp ?? "";
+    if (a !== b) { if (a > b) best = p; continue; }
+    const live = (x: T) => !terminal(x) && !x.metadata.deletionTimestamp;
+    if (live(p) !== live(best)) { if (live(p)) best = p; continue; }
+    if (p.metadata.name > best.metadata.name) best = p;
+  }
+  return best;
 }
 
 /** The step attempt a Job runs. */
@@ -240,18 +366,42 @@ function allStatuses(pod: PodObject | undefined): ContainerStatus[] {
   return [...(pod?.status?.initContainerStatuses ?? []), ...(pod?.status?.containerStatuses ?? [])];
 }
 
+/** What the step's messages say about memory: the tool container's limit, and the most a step may ask for. */
+export interface MemoryLimits { limit?: string | undefined; max?: string | undefined }
+
+function outOfMemory(container: string, memory: MemoryLimits): string {
+  if (container !== TOOL_CONTAINER) return `the ${container} helper ran out of memory (OOMKilled) at its ${HELPER_RESOURCES.limits.memory} memory limit`;
+  const at = memory.limit ? ` at its ${memory.limit} memory limit` : "";
+  if (memory.limit && memory.max && memory.limit === memory.max) return `the tool ran out of memory (OOMKilled)${at}, the most a step may ask for here (maxResources.memory)`;
+  return `the tool ran out of memory (OOMKilled)${at}: set steps[].resources.memory higher${memory.max ? ` (at most ${memory.max})` : ""}`;
+}
+
 /** Why the pod failed, in words a user can act on. */
-export function podFailure(pod: PodObject | undefined, toolImage?: string): { message: string; exitCode: number | null } | undefined {
+export function podFailure(pod: PodObject | undefined, toolImage?: string, memory: MemoryLimits = {}): { message: string; exitCode: number | null } | undefined {
   if (!pod) return undefined;
-  if (pod.status?.reason === "Evicted") return { message: `the pod was evicted by Kubernetes: ${pod.status.message ?? "node pressure"}`, exitCode: null };
+  if (pod.status?.reason === "Evicted") {
+    const why = pod.status.message ?? "node pressure";
+    // The kubelet evicts a pod that writes more than its ephemeral-storage limit (or its work volume's size).
+    const hint = /exceed/i.test(why) ? ": set steps[].resources.ephemeralStorage higher" : "";
+    return { message: `the pod was evicted by Kubernetes: ${why}${hint}`, exitCode: null };
+  }
   for (const c of allStatuses(pod)) {
     const t = c.state?.terminated;
     if (!t || t.exitCode === 0 || t.exitCode === undefined) continue;
     const who = c.name === TOOL_CONTAINER ? "the tool" : `the ${c.name} helper`;
-    if (t.reason === "OOMKilled") return { message: `${who} ran out of memory (OOMKilled): raise the step's memory limit`, exitCode: t.exitCode };
+    if (t.reason === "OOMKilled") return { message: outOfMemory(c.name, memory), exitCode: t.exitCode };
     const detail = t.message ? `: ${terminationError(t.message)}` : "";
     return { message: `${who} exited with code ${t.exitCode}${t.reason && t.reason !== "Error" ? ` (${t.reason})` : ""}${detail}`, exitCode: t.exitCode };
   }
+  const waiting = startFailure(pod, toolImage);
+  if (waiting) return waiting;
+  // Refused by the node before any container ran (e.g. OutOfcpu, NodeAffinity).
+  if (pod.status?.phase === "Failed" && pod.status.reason) return { message: `the pod failed (${pod.status.reason})${pod.status.message ? `: ${pod.status.message}` : ""}`, exitCode: null };
+  return undefined;
+}
+
+/** A container of the pod cannot start without someone fixing something (a bad image, a bad config). */
+function startFailure(pod: PodObject | undefined, toolImage?: string): { message: string; exitCode: null } | undefined {
   for (const c of allStatuses(pod)) {
     const w = c.state?.waiting;
     if (w?.reason && START_FAILURES.has(w.reason)) {
@@ -288,6 +438,11 @@ export function imageDigest(pod: PodObject | undefined): string | null {
   return m ? m[0] : null;
 }
 
+/**
+ * What a Job and the pod that speaks for it (newestPod) say about the step. The outcome is read
+ * from `SuccessCriteriaMet` / `FailureTarget` as soon as the Job controller writes them, else
+ * from `Complete` / `Failed` (module comment).
+ */
 export function observeJob(job: JobObject, pod: PodObject | undefined, toolImage?: string): JobObservation {
   const a = job.metadata.annotations ?? {};
   const attempt = Number(a[ANNOTATION.attempt] ?? 1);
@@ -301,24 +456,25 @@ export function observeJob(job: JobObject, pod: PodObject | undefined, toolImage
     if (stopped === "timeout") return { state: { ...base, ...at, phase: "failed", exitCode: null, message: `timed out after ${a[ANNOTATION.timeoutMs] ?? "?"} ms` }, completed: false, stopNeeded: false };
     return { state: { ...base, ...at, phase: "failed", exitCode: null, message: a[ANNOTATION.stoppedMessage] ?? `stopped: ${stopped}` }, completed: false, stopNeeded: false };
   }
-  const complete = cond(job, "Complete");
+  const complete = cond(job, "Complete") ?? cond(job, "SuccessCriteriaMet");
   if (complete) {
     const finishedAt = ms(job.status?.completionTime) ?? ms(complete.lastTransitionTime);
     return { state: { ...base, phase: "completed", exitCode: 0, imageDigest: imageDigest(pod), ...(finishedAt !== undefined ? { finishedAt } : {}) }, completed: true, stopNeeded: false };
   }
-  const failed = cond(job, "Failed");
+  const failed = cond(job, "Failed") ?? cond(job, "FailureTarget");
   if (failed) {
     const finishedAt = ms(failed.lastTransitionTime);
-    const why = podFailure(pod, toolImage);
+    const why = podFailure(pod, toolImage, { limit: a[ANNOTATION.memoryLimit], max: a[ANNOTATION.maxMemory] });
     const message = failed.reason === "DeadlineExceeded"
       ? `timed out after ${a[ANNOTATION.timeoutMs] ?? "?"} ms (activeDeadlineSeconds)`
       : why?.message ?? `the Job failed${failed.reason ? ` (${failed.reason})` : ""}${failed.message ? `: ${failed.message}` : ""}`;
     return { state: { ...base, phase: "failed", exitCode: why?.exitCode ?? null, message, imageDigest: imageDigest(pod), ...(finishedAt !== undefined ? { finishedAt } : {}) }, completed: false, stopNeeded: false };
   }
-  // Still running as far as the Job says; a pod that cannot start will never finish on its own.
-  const why = podFailure(pod, toolImage);
-  if (why && !pod?.metadata.deletionTimestamp) {
-    return { state: { ...base, phase: "failed", exitCode: why.exitCode, message: why.message }, completed: false, stopNeeded: true };
-  }
+  // Still running as far as the Job says. A pod Kubernetes disrupted is being replaced by the
+  // Job controller; one that failed on its own is the controller's to judge (podFailurePolicy).
+  // Only a pod that cannot start never ends on its own: the caller stops the Job.
+  if (!pod || podDisrupted(pod) || pod.metadata.deletionTimestamp) return { state: base, completed: false, stopNeeded: false };
+  const why = startFailure(pod, toolImage);
+  if (why) return { state: { ...base, phase: "failed", exitCode: why.exitCode, message: why.message }, completed: false, stopNeeded: true };
   return { state: base, completed: false, stopNeeded: false };
 }

@@ -54,6 +54,12 @@ export const ANNOTATION = {
   outputs: "operon.dev/outputs",
   runRoot: "operon.dev/run-root",
   timeoutMs: "operon.dev/timeout-ms",
+  /**
+   * The tool container's memory limit and the configuration's maxResources.memory, on a step
+   * Job: what an OOMKilled step's message says (the cached Job keeps no pod template).
+   */
+  memoryLimit: "operon.dev/memory-limit",
+  maxMemory: "operon.dev/max-memory",
 } as const;
 
 const RUN_STATUS = RUN_STATUSES;
@@ -105,6 +111,8 @@ export const StepStatusSchema = z.object({
   toolVersion: z.string().optional(),
   imageDigest: z.string().optional(),
   executable: z.object({ path: z.string(), sha256: z.string() }).optional(),
+  /** Files on reference volumes the step read, with their checksums (run.json `references`). */
+  references: z.array(z.object({ uri: z.string(), sha256: z.string().optional(), size: z.number().int().min(0).optional(), kind: z.literal("directory").optional() })).optional(),
 });
 
 export const ConditionSchema = z.object({
@@ -239,6 +247,7 @@ function stepToStatus(s: StepRecord): PipelineRunStatus["steps"] extends Array<i
     ...(s.toolVersion ? { toolVersion: s.toolVersion } : {}),
     ...(s.imageDigest ? { imageDigest: s.imageDigest } : {}),
     ...(s.executable ? { executable: s.executable } : {}),
+    ...(s.references?.length ? { references: s.references } : {}),
   };
 }
 
@@ -320,6 +329,7 @@ export function resourceToRun(res: PipelineRunResource): RunRecord {
       ...(st?.imageDigest !== undefined ? { imageDigest: st.imageDigest } : {}),
       ...(st?.executable !== undefined ? { executable: st.executable } : {}),
       ...(st?.jobName !== undefined ? { jobName: st.jobName } : {}),
+      ...(st?.references !== undefined ? { references: st.references } : {}),
     };
   });
   const run: RunRecord = {

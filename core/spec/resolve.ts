@@ -4,14 +4,19 @@
  */
 import { interpolate, type OutputName, type Reference } from "../interpolate.js";
 import { pointer, type Issue } from "../issues.js";
-import { normalizeWorkspacePath } from "../paths.js";
+import { isReferenceUri, normalizeFileValue } from "../paths.js";
+import { checkReference } from "../references.js";
 import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../tools/index.js";
 import type { PipelineSpec, PipelineStep } from "./schema.js";
 
 export type InputResolution = { ok: true; values: Record<string, string> } | { ok: false; errors: Issue[] };
 
-/** Applies defaults and checks supplied values against the declared inputs. */
-export function resolveInputs(spec: Pick<PipelineSpec, "inputs">, supplied: Readonly<Record<string, unknown>> = {}): InputResolution {
+/**
+ * Applies defaults and checks supplied values against the declared inputs. A file input may
+ * name a workspace file or a file on a reference volume (`ref://<volume>/<path>`), which must
+ * be one of `referenceVolumes` when they are given.
+ */
+export function resolveInputs(spec: Pick<PipelineSpec, "inputs">, supplied: Readonly<Record<string, unknown>> = {}, referenceVolumes?: readonly string[]): InputResolution {
   const errors: Issue[] = [];
   const declared = new Map((spec.inputs ?? []).map((i) => [i.name, i]));
   const values: Record<string, string> = {};
@@ -36,9 +41,14 @@ export function resolveInputs(spec: Pick<PipelineSpec, "inputs">, supplied: Read
       continue;
     }
     if (decl.type === "file") {
-      const norm = normalizeWorkspacePath(value);
+      const norm = normalizeFileValue(value);
       if (!norm.ok) {
         errors.push({ code: "invalid_input_value", path: pointer("input", name), message: `input "${name}": ${norm.reason}` });
+        continue;
+      }
+      const why = isReferenceUri(norm.path) ? checkReference(norm.path, referenceVolumes) : undefined;
+      if (why) {
+        errors.push({ code: "unknown_reference_volume", path: pointer("input", name), message: `input "${name}": ${why}` });
         continue;
       }
       values[name] = norm.path;
@@ -71,7 +81,7 @@ export function resolveStepParameters(step: Pick<PipelineStep, "parameters">, in
  * become issues at their JSON pointer, so a run is refused before it starts. Steps whose
  * tool is unknown or whose references do not resolve are left to `validateSpec`.
  */
-export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue): Issue[] {
+export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue, referenceVolumes?: readonly string[]): Issue[] {
   const issues: Issue[] = [];
   const standIn: OutputLookup = (stepId, output) => `pipelines/run/${stepId}.${output === "outputFile" ? "out" : "out2"}`;
   spec.steps.forEach((step, i) => {
@@ -79,7 +89,7 @@ export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonl
     if (!tool) return;
     const params = resolveStepParameters(step, inputs, standIn);
     if (!params.ok) return;
-    const built = buildInvocation(tool, params.parameters, { runtime: "local" });
+    const built = buildInvocation(tool, params.parameters, { runtime: "local", ...(referenceVolumes ? { referenceVolumes } : {}) });
     if (built.ok) return;
     for (const e of built.errors) issues.push({ ...e, path: pointer("steps", i, "parameters") + e.path });
   });

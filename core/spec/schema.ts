@@ -4,6 +4,7 @@
  * OpenAPI document and the PipelineRun CRD). `validateSpec` adds the cross-field checks.
  */
 import { z } from "zod";
+import { QUANTITY, QUANTITY_MESSAGE, quantityValue } from "../quantity.js";
 
 export const MAX_STEPS = 12;
 export const MAX_STEP_TIMEOUT_MS = 7_200_000;
@@ -42,6 +43,23 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
  */
 export const StepParametersSchema = z.custom<Record<string, unknown>>(isPlainObject, { message: "parameters must be an object" });
 
+/** A Kubernetes quantity of at least `min` (a memory of "16" is 16 bytes: almost surely a missing "Gi"). */
+const quantity = (min: number, tooSmall: string) => z.string().regex(QUANTITY, QUANTITY_MESSAGE)
+  .refine((v) => (quantityValue(v) ?? min) >= min, tooSmall);
+
+/**
+ * What a step's pod asks for in cluster mode (docs/kubernetes.md "Step pods"): CPU as a
+ * request, memory and ephemeral storage as request and limit alike. Embedded mode reads only
+ * `cpu`, for the thread count of tools that take one.
+ */
+export const StepResourcesSchema = z.strictObject({
+  cpu: quantity(0.001, "must be at least 1m (a thousandth of a CPU)").optional(),
+  memory: quantity(2 ** 20, "must be at least 1Mi: give a unit, such as \"16Gi\"").optional(),
+  ephemeralStorage: quantity(2 ** 20, "must be at least 1Mi: give a unit, such as \"50Gi\"").optional(),
+});
+export const STEP_RESOURCE_KEYS = ["cpu", "memory", "ephemeralStorage"] as const;
+export type StepResources = z.infer<typeof StepResourcesSchema>;
+
 export const StepSchema = z.strictObject({
   stepId: z.string().regex(STEP_ID, "may hold only letters, digits, _ and -"),
   toolName: z.string().min(1),
@@ -50,6 +68,7 @@ export const StepSchema = z.strictObject({
   description: z.string().optional(),
   timeout: z.number().int().positive().optional(),
   executionType: z.string().optional(),
+  resources: StepResourcesSchema.optional(),
 });
 
 export const ProvenanceSchema = z.object({

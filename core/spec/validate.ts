@@ -9,12 +9,17 @@ import type { z } from "zod";
 import { buildDag } from "../dag.js";
 import { OUTPUT_NAMES, findReferences, interpolate, type OutputName, type Reference } from "../interpolate.js";
 import { IssueList, closest, pointer, type ValidationResult } from "../issues.js";
-import { defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue } from "../tools/index.js";
-import { normalizeWorkspacePath } from "../paths.js";
-import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
+import { buildInvocation, defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue, type ToolDefinition } from "../tools/index.js";
+import { isReferenceUri, normalizeFileValue } from "../paths.js";
+import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, STEP_RESOURCE_KEYS, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
 
 export interface ValidationContext {
   tools: ToolCatalogue;
+  /**
+   * The reference volumes configured here (`ref://<volume>/…` must name one); undefined when
+   * not known (an offline check): then only a reference's form is checked.
+   */
+  referenceVolumes?: readonly string[];
 }
 
 type Json = Record<string, unknown>;
@@ -36,7 +41,7 @@ export function validateSpec(spec: unknown, context: ValidationContext = { tools
 /** Per step index, the parameters (top-level names) whose values read an input with a default. */
 type InputReaders = Map<number, Set<string>>;
 
-function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, readsInputs: InputReaders): void {
+function check(spec: unknown, { tools, referenceVolumes }: ValidationContext, issues: IssueList, readsInputs: InputReaders): void {
   if (!isObject(spec)) {
     issues.error("invalid_type", "", "a pipeline spec must be a JSON object");
     return;
@@ -127,6 +132,7 @@ function check(spec: unknown, { tools }: ValidationContext, issues: IssueList, r
         if (choice.ok) {
           for (const m of missingParameters(tool, choice.command, params, ["steps", i, "parameters"])) issues.error(m.code, m.path, m.message);
         }
+        if (choice.ok && parsed.success) for (const e of referenceIssues(tool, params, referenceVolumes)) issues.error(e.code, at("parameters") + e.path, e.message);
       }
     }
 
@@ -194,11 +200,13 @@ function checkDefaults(spec: unknown, { tools }: ValidationContext, issues: Issu
   const defaults = new Map<string, string>();
   asArray(spec.inputs).forEach((inp, i) => {
     if (!isObject(inp) || typeof inp.name !== "string" || typeof inp.default !== "string") return;
+    const name = inp.name as string;
+    const dflt = inp.default as string;
     if (inp.type === "file") {
-      const n = normalizeWorkspacePath(inp.default);
-      if (!n.ok) { issues.error("invalid_default", pointer("inputs", i, "default"), `the default of file input "${inp.name}": ${n.reason}`); return; }
-      defaults.set(inp.name, n.path);
-    } else defaults.set(inp.name, inp.default);
+      const n = normalizeFileValue(dflt);
+      if (!n.ok) { issues.error("invalid_default", pointer("inputs", i, "default"), `the default of file input "${name}": ${n.reason}`); return; }
+      defaults.set(name, n.path);
+    } else defaults.set(name, dflt);
   });
   if (defaults.size === 0) return;
   // An earlier step's output stands in as a plain workspace path: always a fit value.
@@ -221,6 +229,30 @@ function checkDefaults(spec: unknown, { tools }: ValidationContext, issues: Issu
       }
     }
   }
+}
+
+/** Codes of the reference problems a step's build reveals (core/tools/params.ts Stager.reference, buildInvocation). */
+const REFERENCE_CODES = new Set(["unknown_reference_volume", "invalid_reference"]);
+
+/** Whether a value holds a `ref://` string anywhere (arrays and objects included). */
+function holdsReferenceUri(v: unknown, depth = 0): boolean {
+  if (typeof v === "string") return isReferenceUri(v);
+  if (depth > 8 || v === null || typeof v !== "object") return false;
+  return Object.values(v).some((x) => holdsReferenceUri(x, depth + 1));
+}
+
+/**
+ * The reference problems of a step's literal values: a volume that is not configured, a
+ * reference given to a command that writes beside its input. Found by building the step with
+ * a plain name standing in for each `${...}` (what those hold is built at submission, with the
+ * run's inputs). Only steps that name reference data are built — a `ref://` value, or
+ * ANNOVAR's `database` (a directory on a reference volume).
+ */
+function referenceIssues(tool: ToolDefinition, params: Json, referenceVolumes: readonly string[] | undefined) {
+  if (!holdsReferenceUri(params) && params.database === undefined) return [];
+  const literal = findReferences(params).length > 0 ? interpolate(params, () => "x").value : params;
+  const built = buildInvocation(tool, literal, { runtime: "local", ...(referenceVolumes ? { referenceVolumes } : {}) });
+  return built.ok ? [] : built.errors.filter((e) => REFERENCE_CODES.has(e.code));
 }
 
 function positionalWarning(producer: unknown, producerIndex: number, stepId: string, output: OutputName, at: () => string, warned: Set<string>, issues: IssueList): void {
@@ -250,6 +282,10 @@ function schemaIssues(spec: Json, issues: IssueList): void {
       else issues.error("invalid_field", "/steps", "steps must be an array of step objects");
       continue;
     }
+    if (head === "steps" && typeof index === "number" && field === "resources") {
+      issues.error(code === "unknown_field" ? code : "invalid_resources", resourcesPointer(zi), resourcesMessage(zi, index));
+      continue;
+    }
     if (code === "unknown_field") {
       const [one] = zi.code === "unrecognized_keys" ? zi.keys : [];
       const keys = zi.code === "unrecognized_keys" ? zi.keys : [];
@@ -259,6 +295,21 @@ function schemaIssues(spec: Json, issues: IssueList): void {
     const name = field !== undefined ? String(field) : index !== undefined ? `${String(head)}[${String(index)}]` : String(head ?? "spec");
     issues.error(code, at, messageFor(code, zi, name));
   }
+}
+
+/** The pointer of a `steps[i].resources` issue: the unknown key itself when there is one. */
+function resourcesPointer(zi: z.core.$ZodIssue): string {
+  const path = zi.path as Array<string | number>;
+  return zi.code === "unrecognized_keys" && zi.keys.length === 1 ? pointer(...path, zi.keys[0] as string) : pointer(...path);
+}
+
+/** A `steps[i].resources` issue in words that name the field as a user writes it: `steps[2].resources.memory: …`. */
+function resourcesMessage(zi: z.core.$ZodIssue, index: number): string {
+  const rest = (zi.path as Array<string | number>).slice(3).map(String);
+  const where = `steps[${index}].resources${rest.map((k) => `.${k}`).join("")}`;
+  if (zi.code === "unrecognized_keys") return `${where}: unknown field${zi.keys.length > 1 ? "s" : ""} ${zi.keys.map((k) => JSON.stringify(k)).join(", ")} (known: ${STEP_RESOURCE_KEYS.join(", ")})`;
+  if (zi.code === "invalid_type") return `${where}: ${rest.length ? "must be a string holding a Kubernetes quantity, such as \"16Gi\"" : "must be an object with cpu, memory and/or ephemeralStorage"}`;
+  return `${where}: ${zi.message}`;
 }
 
 function classify(zi: z.core.$ZodIssue, spec: Json): string {

@@ -5,16 +5,17 @@
  */
 import { z } from "zod";
 import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./types.js";
-import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optText, optValue, out, outputPath, program, stem, text, value } from "./params.js";
+import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optText, optValue, out, outputPath, podResources, program, stem, text, value } from "./params.js";
 
 const readGroup = () => value().optional();
 const readGroupId = () => text().optional();
 
 function indexCommand(description: string, prog: (ctx: BuildContext) => readonly string[], suffixes: readonly string[],
-  argv: (p: Params, ref: string) => string[]): CommandDefinition {
+  argv: (p: Params, ref: string) => string[], pod: Pick<CommandDefinition, "threaded" | "resources">): CommandDefinition {
   return {
     description,
     required: ["inputFile"],
+    ...pod,
     build(p, ctx) {
       const s = new Stager(p);
       const ref = s.indexed("reference.fa");
@@ -50,10 +51,15 @@ export const bwa: ToolDefinition = {
   inputSchema: z.strictObject({ ...commonParams("bwa", BWA), readGroup: readGroup(), markShorterSplits: bool().optional() }),
   commands: {
     index: indexCommand("Build the FM-index of a reference FASTA (the output is the reference with .amb .ann .bwt .pac .sa beside it).",
-      (ctx) => program(ctx, ["bwa"]), [".amb", ".ann", ".bwt", ".pac", ".sa"], (p, ref) => ["index", ...extraArgs(p), ref]),
+      (ctx) => program(ctx, ["bwa"]), [".amb", ".ann", ".bwt", ".pac", ".sa"], (p, ref) => ["index", ...extraArgs(p), ref],
+      // Single-threaded; a human reference takes about 5 GB.
+      { resources: podResources("1", "6Gi", "8Gi", "20Gi") }),
     mem: {
       description: "Align single-end (inputFile) or paired-end (inputFile, inputFile2) reads; SAM to outputFile.",
       required: ["inputFile", "reference"],
+      threaded: true,
+      // The human index (about 5.5 GB) in memory plus the reads in flight; FASTQs in, SAM out.
+      resources: podResources("4", "10Gi", "16Gi", "50Gi"),
       build(p, ctx) {
         const { s, ref, r1, r2, output } = stageReads(p);
         return invocation(program(ctx, ["bwa"]), [
@@ -79,10 +85,13 @@ export const bowtie2: ToolDefinition = {
   inputSchema: z.strictObject({ ...commonParams("bowtie2", BT2), preset: oneOf(["very-fast", "fast", "sensitive", "very-sensitive"]).optional(), readGroupId: readGroupId() }),
   commands: {
     build: indexCommand("Build the index of a reference FASTA, using the reference path as index prefix.",
-      (ctx) => program(ctx, ["bowtie2-build"]), BT2_SUFFIXES, (p, ref) => [...flag("--threads", optInt(p, "threads")), ...extraArgs(p), ref, ref]),
+      (ctx) => program(ctx, ["bowtie2-build"]), BT2_SUFFIXES, (p, ref) => [...flag("--threads", optInt(p, "threads")), ...extraArgs(p), ref, ref],
+      { threaded: true, resources: podResources("4", "8Gi", "16Gi", "20Gi") }),
     align: {
       description: "Align single-end or paired-end reads to an index (reference = the indexed FASTA); SAM to outputFile.",
       required: ["inputFile", "reference"],
+      threaded: true,
+      resources: podResources("4", "6Gi", "8Gi", "50Gi"),
       build(p, ctx) {
         const { s, output, readArgs } = stageIndexedReads(p);
         const preset = optEnum(p, "preset", ["very-fast", "fast", "sensitive", "very-sensitive"]);
@@ -108,10 +117,13 @@ export const hisat2: ToolDefinition = {
   inputSchema: z.strictObject({ ...commonParams("hisat2", HT2), noSpliced: bool().optional(), readGroupId: readGroupId() }),
   commands: {
     build: indexCommand("Build the HISAT2 index of a reference FASTA, using the reference path as index prefix.",
-      (ctx) => program(ctx, ["hisat2-build"]), HT2_SUFFIXES, (p, ref) => [...flag("-p", optInt(p, "threads")), ...extraArgs(p), ref, ref]),
+      (ctx) => program(ctx, ["hisat2-build"]), HT2_SUFFIXES, (p, ref) => [...flag("-p", optInt(p, "threads")), ...extraArgs(p), ref, ref],
+      { threaded: true, resources: podResources("4", "8Gi", "16Gi", "20Gi") }),
     align: {
       description: "Align single-end or paired-end RNA-seq reads (reference = the indexed FASTA); SAM to outputFile, alignment summary to outputFile2.",
       required: ["inputFile", "reference"],
+      threaded: true,
+      resources: podResources("4", "8Gi", "12Gi", "50Gi"),
       build(p, ctx) {
         const { s, r1, output, readArgs } = stageIndexedReads(p);
         const summary = outputPath(p, "outputFile2", `${stem(r1)}.hisat2-summary.txt`);
@@ -140,6 +152,7 @@ export const minimap2: ToolDefinition = {
     index: {
       description: "Pre-build a minimizer index (outputFile, default <reference>.mmi).",
       required: ["inputFile"],
+      resources: podResources("1", "8Gi", "16Gi", "20Gi"),
       build(p, ctx) {
         const s = new Stager(p);
         const ref = s.file("inputFile");
@@ -150,6 +163,8 @@ export const minimap2: ToolDefinition = {
     align: {
       description: "Align reads (inputFile, optional mate inputFile2) to a reference FASTA or .mmi; SAM to outputFile.",
       required: ["inputFile", "reference"],
+      threaded: true,
+      resources: podResources("4", "10Gi", "16Gi", "50Gi"),
       build(p, ctx) {
         const { s, ref, r1, r2, output } = stageReads(p);
         return invocation(program(ctx, ["minimap2"]), [

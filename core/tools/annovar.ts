@@ -1,25 +1,37 @@
 /**
  * ANNOVAR: functional annotation of variants. Its licence forbids redistribution, so there
  * is no public image and no Debian package: the organization supplies its own image (set
- * by the operator's configuration) and the annotation database directory (`database`).
+ * by the operator's configuration) and the annotation databases, on a reference volume.
  */
 import { z } from "zod";
+import { hasReferences } from "../interpolate.js";
+import { isReferenceUri, parseReferenceUri } from "../paths.js";
+import { ANNOVAR_VOLUME, REFERENCE_ROOT } from "../references.js";
 import { BuildError, type Params, type ToolDefinition } from "./types.js";
-import { Stager, commonParams, extraArgs, invocation, oneOf, optEnum, optStr, out, outputPath, program, stem } from "./params.js";
+import { Stager, commonParams, extraArgs, invocation, oneOf, optEnum, optStr, out, outputPath, podResources, program, stem } from "./params.js";
 
 const COMMANDS = ["table_annovar", "convert2annovar", "annotate_variation"] as const;
 const BUILDS = ["hg19", "hg38", "mm10", "mm39"] as const;
 const PROTOCOL = /^[A-Za-z0-9_.,]+$|\$\{/;
 /**
- * Annotation databases are directories the operator mounts under this root (a volume in
- * cluster mode); a step names one by its directory name, never by a path of the host.
+ * Annotation databases are directories on a read-only reference volume: `database` names one
+ * as `ref://<volume>/<dir>`, or by its bare name on the volume `annovar` (`humandb` is
+ * `ref://annovar/humandb`, read at /ref/annovar/humandb) — never by a path of the host.
  */
-export const ANNOVAR_DB_ROOT = "/data/annovar";
-const DATABASE = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$|\$\{/;
-const database = (p: Params): string => {
+const DATABASE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+const DATABASE_HINT = `expected a database directory: ref://<volume>/<dir>, or the name of one on the "${ANNOVAR_VOLUME}" reference volume (letters, digits, _ . -), e.g. humandb for ${REFERENCE_ROOT}/${ANNOVAR_VOLUME}/humandb`;
+const databaseSchema = () => z.string().min(1).superRefine((v, ctx) => {
+  if (v.includes("${") && hasReferences(v)) return;
+  if (isReferenceUri(v)) {
+    const r = parseReferenceUri(v);
+    if (!r.ok) ctx.addIssue({ code: "custom", message: r.reason });
+  } else if (!DATABASE_NAME.test(v)) ctx.addIssue({ code: "custom", message: DATABASE_HINT });
+});
+/** The database directory as the tool reads it, recorded with the step's references. */
+const database = (p: Params, s: Stager): string => {
   const v = optStr(p, "database") as string;
-  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(v) || v.includes("..")) throw new BuildError("database", `database: ${JSON.stringify(v.slice(0, 200))} must be the name of a database directory under ${ANNOVAR_DB_ROOT}`);
-  return `${ANNOVAR_DB_ROOT}/${v}`;
+  if (!isReferenceUri(v) && !DATABASE_NAME.test(v)) throw new BuildError("database", `database: ${JSON.stringify(v.slice(0, 200))}: ${DATABASE_HINT}`);
+  return s.reference("database", isReferenceUri(v) ? v : `ref://${ANNOVAR_VOLUME}/${v}`);
 };
 
 export const annovar: ToolDefinition = {
@@ -27,12 +39,15 @@ export const annovar: ToolDefinition = {
   description: "ANNOVAR variant annotation (gene, region and filter annotations) from VCF or avinput files.",
   version: "2020-06-08",
   image: "operon.local/user-supplied/annovar:2020-06-08",
-  imageNote: "ANNOVAR's licence forbids redistribution: build an image containing the ANNOVAR scripts on PATH and set it in the operator configuration; mount the annotation databases and pass the directory name below /data/annovar as `database` (e.g. `humandb` for /data/annovar/humandb).",
+  imageNote: "ANNOVAR's licence forbids redistribution: build an image with the ANNOVAR scripts on PATH and name it in the step-pod configuration — `steps.tools.annovar.image` in the Helm chart's values, `tools.annovar.image` in the file OPERON_STEP_POD_CONFIG names; until then cluster mode refuses ANNOVAR steps. The annotation databases are read from a reference volume: `database` is `ref://<volume>/<dir>`, or a directory name on the volume `annovar` (e.g. `humandb` for /ref/annovar/humandb).",
+  userSuppliedImage: true,
+  // table_annovar reads whole annotation tables into memory.
+  resources: podResources("1", "4Gi", "8Gi", "20Gi"),
   localExecutables: ["table_annovar.pl", "convert2annovar.pl", "annotate_variation.pl"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({
     ...commonParams("annovar", COMMANDS),
-    database: z.string().regex(DATABASE, "expected the name of a database directory mounted under " + ANNOVAR_DB_ROOT + " (letters, digits, _ . -)").optional(),
+    database: databaseSchema().optional(),
     buildver: oneOf(BUILDS).optional(),
     protocol: z.string().regex(PROTOCOL, "expected comma-separated database names such as refGene,gnomad_exome").optional(),
     operation: z.string().regex(/^[gfr](,[gfr])*$|\$\{/, "expected comma-separated operations g, r or f").optional(),
@@ -49,7 +64,7 @@ export const annovar: ToolDefinition = {
         const prefix = outputPath(p, "outputFile", stem(input)).replace(/\.hg\d+_multianno\.txt$/, "");
         const vcf = (optEnum(p, "inputFormat", ["vcf4", "avinput"]) ?? (/\.vcf(\.gz)?$/i.test(input) ? "vcf4" : "avinput")) === "vcf4";
         return invocation(program(ctx, ["table_annovar.pl"]), [
-          input, database(p), "-buildver", build, "-out", prefix, "-remove",
+          input, database(p, s), "-buildver", build, "-out", prefix, "-remove",
           "-protocol", optStr(p, "protocol") as string, "-operation", optStr(p, "operation") as string, "-nastring", ".",
           ...(vcf ? ["-vcfinput"] : []), ...extraArgs(p),
         ], s, [out(`${prefix}.${build}_multianno.txt`), ...(vcf ? [out(`${prefix}.${build}_multianno.vcf`)] : [])]);
@@ -74,7 +89,7 @@ export const annovar: ToolDefinition = {
         const build = optEnum(p, "buildver", BUILDS) ?? "hg38";
         const prefix = outputPath(p, "outputFile", stem(input));
         return invocation(program(ctx, ["annotate_variation.pl"]), [
-          "-geneanno", "-dbtype", optStr(p, "protocol") ?? "refGene", "-buildver", build, "-out", prefix, ...extraArgs(p), input, database(p),
+          "-geneanno", "-dbtype", optStr(p, "protocol") ?? "refGene", "-buildver", build, "-out", prefix, ...extraArgs(p), input, database(p, s),
         ], s, [out(`${prefix}.variant_function`), out(`${prefix}.exonic_variant_function`)]);
       },
     },

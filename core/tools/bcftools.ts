@@ -33,6 +33,7 @@ function simple(cmd: string, description: string, suffix: string, opts: (p: Para
   return {
     description,
     required: ["inputFile"],
+    ...(withThreads ? { threaded: true } : {}),
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");
@@ -46,6 +47,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   mpileup: {
     description: "Pile up alignments (inputFile and/or inputFiles) against the reference (genotype likelihoods for `call`).",
     required: ["reference"],
+    threaded: true,
     requiredAnyOf: [["inputFile"], ["inputFiles"]],
     build(p, ctx) {
       const s = new Stager(p);
@@ -69,6 +71,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   norm: {
     description: "Left-align and normalise indels against the reference.",
     required: ["inputFile", "reference"],
+    threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");
@@ -82,6 +85,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   index: {
     description: "Index a bgzip-compressed VCF or a BCF (CSI by default; tbi with args [\"-t\"]). The output is the indexed file with its index beside it.",
     required: ["inputFile"],
+    threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.indexed("input.vcf.gz");
@@ -93,6 +97,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   stats: {
     description: "Summary statistics of a VCF/BCF, written to outputFile.",
     required: ["inputFile"],
+    threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");
@@ -116,6 +121,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   concat: {
     description: "Concatenate VCF/BCF files of the same samples (inputFiles).",
     required: ["inputFiles"],
+    threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
       const inputs = (p["inputFiles"] as string[]).map((f, i) => s.add(`inputFiles/${i}`, f));

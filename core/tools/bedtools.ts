@@ -1,7 +1,7 @@
 /** bedtools: genome arithmetic on intervals (coverage, intersections, conversions). */
 import { z } from "zod";
 import type { CommandDefinition, Params, ToolDefinition } from "./types.js";
-import { Stager, bool, commonParams, extraArgs, invocation, optBool, out, outputPath, program, stem } from "./params.js";
+import { Stager, bool, commonParams, extraArgs, invocation, optBool, out, outputPath, podResources, program, stem } from "./params.js";
 
 const COMMANDS = ["genomecov", "intersect", "coverage", "sort", "merge", "bamtobed", "getfasta"] as const;
 
@@ -56,6 +56,8 @@ export const bedtools: ToolDefinition = {
   description: "Genome arithmetic: coverage, intersections, merging and conversion of genomic intervals.",
   version: "2.31.1",
   image: "quay.io/biocontainers/bedtools:2.31.1--hf5e1c6e_0",
+  // genomecov and coverage keep per-chromosome arrays in memory.
+  resources: podResources("1", "2Gi", "8Gi"),
   localExecutables: ["bedtools"],
   commands,
   fileParams: ["inputFile", "inputFile2", "reference"],

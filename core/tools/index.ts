@@ -14,8 +14,9 @@ import { fastqc, trimmomatic } from "./qc.js";
 import { samtools } from "./samtools.js";
 import { tabix } from "./tabix.js";
 import { BuildError, type BuildContext, type Invocation, type ToolDefinition } from "./types.js";
+import { checkReference } from "../references.js";
 
-export type { BuildContext, Invocation, OutputFile, StagedInput, ToolDefinition, CommandDefinition, Runtime } from "./types.js";
+export type { BuildContext, Invocation, OutputFile, StagedInput, ToolDefinition, CommandDefinition, Runtime, ToolResources, ResourceQuantities } from "./types.js";
 export { secondaryCandidates } from "./secondary.js";
 
 export interface ToolCatalogue {
@@ -80,9 +81,16 @@ export function buildInvocation(tool: ToolDefinition, params: Readonly<Record<st
   errors.push(...missingParameters(tool, choice.command, params, []));
   if (errors.length) return { ok: false, errors };
   try {
-    return { ok: true, command: choice.command, invocation: cmd.build(params, ctx) };
+    const invocation = cmd.build(params, ctx);
+    // Every reference names a volume configured where the step runs (when that is known).
+    const refErrors = (invocation.references ?? []).flatMap((r) => {
+      const why = checkReference(r.uri, ctx.referenceVolumes);
+      return why ? [{ code: "unknown_reference_volume", path: pointer(...r.param.split("/")), message: `${r.param}: ${why}` }] : [];
+    });
+    if (refErrors.length) return { ok: false, errors: refErrors };
+    return { ok: true, command: choice.command, invocation };
   } catch (e) {
-    if (e instanceof BuildError) return { ok: false, errors: [{ code: "invalid_parameter", path: pointer(...e.param.split("/")), message: e.message }] };
+    if (e instanceof BuildError) return { ok: false, errors: [{ code: e.code ?? "invalid_parameter", path: pointer(...e.param.split("/")), message: e.message }] };
     return { ok: false, errors: [{ code: "invalid_parameter", path: "", message: e instanceof Error ? e.message : String(e) }] };
   }
 }

@@ -5,16 +5,20 @@
  */
 import { z } from "zod";
 import type { CommandDefinition, ToolDefinition } from "./types.js";
-import { Stager, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, text, optText, file } from "./params.js";
+import { Stager, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optStr, out, outputPath, podResources, program, stem, text, optText, file } from "./params.js";
 
 /* ---------- picard ---------- */
 const PICARD = ["SortSam", "MarkDuplicates", "CreateSequenceDictionary", "CollectAlignmentSummaryMetrics", "AddOrReplaceReadGroups", "BuildBamIndex", "CollectInsertSizeMetrics"] as const;
 
+/** Sorting and duplicate marking hold many reads in the JVM's heap and spill to scratch space. */
+const PICARD_HEAVY = podResources("2", "8Gi", "12Gi", "50Gi");
+
 function picardCommand(tool: (typeof PICARD)[number], description: string, required: string[],
-  build: (s: Stager, p: Record<string, unknown>) => { args: string[]; outputs: ReturnType<typeof out>[] }): CommandDefinition {
+  build: (s: Stager, p: Record<string, unknown>) => { args: string[]; outputs: ReturnType<typeof out>[] }, resources?: CommandDefinition["resources"]): CommandDefinition {
   return {
     description,
     required,
+    ...(resources ? { resources } : {}),
     build(p, ctx) {
       const s = new Stager(p);
       const { args, outputs } = build(s, p);
@@ -28,6 +32,8 @@ export const picard: ToolDefinition = {
   description: "Picard: manipulating high-throughput sequencing data (sorting, duplicate marking, metrics, dictionaries).",
   version: "3.3.0",
   image: "quay.io/biocontainers/picard:3.3.0--hdfd78af_0",
+  // A JVM: the heap defaults to a quarter of the container's memory limit.
+  resources: podResources("1", "4Gi", "8Gi"),
   localExecutables: ["PicardCommandLine"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({
@@ -44,13 +50,13 @@ export const picard: ToolDefinition = {
       const i = s.file("inputFile");
       const o = outputPath(p, "outputFile", `${stem(i)}.sorted.bam`);
       return { args: ["-I", i, "-O", o, "--SORT_ORDER", optEnum(p, "sortOrder", ["coordinate", "queryname", "unsorted"]) ?? "coordinate"], outputs: [out(o)] };
-    }),
+    }, PICARD_HEAVY),
     MarkDuplicates: picardCommand("MarkDuplicates", "Mark (or remove) duplicate reads. Outputs: BAM (outputFile), metrics (outputFile2).", ["inputFile"], (s, p) => {
       const i = s.file("inputFile");
       const o = outputPath(p, "outputFile", `${stem(i)}.markdup.bam`);
       const m = outputPath(p, "outputFile2", `${stem(i)}.markdup-metrics.txt`);
       return { args: ["-I", i, "-O", o, "-M", m, ...(optBool(p, "removeDuplicates") ? ["--REMOVE_DUPLICATES", "true"] : [])], outputs: [out(o), out(m)] };
-    }),
+    }, PICARD_HEAVY),
     CreateSequenceDictionary: picardCommand("CreateSequenceDictionary", "Create the .dict of a reference FASTA. The output is the reference with its .dict beside it.", ["inputFile"], (s) => {
       const r = s.indexed("reference.fa");
       const dict = r.replace(/\.(fa|fasta|fna)(\.gz)?$/i, "") + ".dict";
@@ -95,6 +101,7 @@ export const gatk: ToolDefinition = {
   version: "4.6.1.0",
   image: "broadinstitute/gatk:4.6.1.0",
   imageNote: "Not packaged by Debian: available in cluster mode (the Broad image), or locally when a `gatk` launcher is on PATH.",
+  resources: podResources("1", "4Gi", "8Gi", "20Gi"),
   localExecutables: ["gatk"],
   fileParams: ["inputFile", "inputFile2", "reference", "knownSites"],
   inputSchema: z.strictObject({
@@ -115,6 +122,10 @@ export const gatk: ToolDefinition = {
       CreateSequenceDictionary: "Create the .dict of a reference FASTA. The output is the reference with its .dict beside it.",
       IndexFeatureFile: "Index a VCF/BED feature file. The output is the file with its index beside it.",
     }[tool],
+    // HaplotypeCaller's pair-HMM takes a thread count (--native-pair-hmm-threads); the callers hold a region's reads in the heap.
+    ...(tool === "HaplotypeCaller" ? { threaded: true } : {}),
+    ...(tool === "HaplotypeCaller" || tool === "Mutect2" ? { resources: podResources("2", "8Gi", "8Gi", "50Gi") }
+      : tool === "BaseRecalibrator" || tool === "ApplyBQSR" ? { resources: podResources("1", "4Gi", "8Gi", "50Gi") } : {}),
     required: tool === "CreateSequenceDictionary" || tool === "IndexFeatureFile" ? ["inputFile"]
       : tool === "BaseRecalibrator" ? ["inputFile", "reference", "knownSites"]
         : tool === "ApplyBQSR" ? ["inputFile", "inputFile2", "reference"] : ["inputFile", "reference"],

@@ -5,8 +5,9 @@
  */
 import { z } from "zod";
 import { hasReferences } from "../interpolate.js";
-import { checkArgument, checkOutputName, normalizeWorkspacePath } from "../paths.js";
-import { BuildError, type BuildContext, type Invocation, type OutputFile, type Params, type StagedInput } from "./types.js";
+import { checkArgument, checkOutputName, isReferenceUri, normalizeFileValue, normalizeWorkspacePath, parseReferenceUri } from "../paths.js";
+import { MAX_REFERENCES_PER_STEP, referenceMountPath, type ReferenceInput } from "../references.js";
+import { BuildError, type BuildContext, type Invocation, type OutputFile, type Params, type StagedInput, type ToolResources } from "./types.js";
 
 /** True when the string holds a real `${...}` reference (an escaped `$${` does not count). */
 const isRef = (v: string): boolean => v.includes("${") && hasReferences(v);
@@ -15,13 +16,14 @@ const isRef = (v: string): boolean => v.includes("${") && hasReferences(v);
 export const str = () => z.string().min(1);
 
 /**
- * A workspace file (`inputFile`, `reference`, an element of `inputFiles`, …): a literal value
- * must pass the workspace path normalizer; one holding a reference is checked once resolved
- * (by the Stager, which every file parameter goes through).
+ * A workspace file (`inputFile`, `reference`, an element of `inputFiles`, …), or a file on a
+ * reference volume (`ref://<volume>/<path>`): a literal value must pass the workspace path
+ * normalizer (or the reference parser); one holding a `${...}` reference is checked once
+ * resolved (by the Stager, which every file parameter goes through).
  */
 export const file = () => z.string().min(1).superRefine((v, ctx) => {
   if (isRef(v)) return;
-  const n = normalizeWorkspacePath(v);
+  const n = normalizeFileValue(v);
   if (!n.ok) ctx.addIssue({ code: "custom", message: n.reason });
 });
 
@@ -221,10 +223,13 @@ function checkRelative(name: string, v: string): void {
 /**
  * Collects staged inputs while a command builds its argv. Each input file is placed at
  * `in/<n>/<basename>` (n counts inputs, so equal basenames never collide) unless the
- * command asks for a specific local name.
+ * command asks for a specific local name. A file on a reference volume (`ref://…`) is not
+ * staged: the tool reads it in place at `/ref/<volume>/<path>` (read-only, its index files
+ * beside it on the volume), and it is listed in `references`.
  */
 export class Stager {
   readonly inputs: StagedInput[] = [];
+  readonly references: ReferenceInput[] = [];
 
   constructor(private readonly p: Params) {}
 
@@ -255,12 +260,30 @@ export class Stager {
    * resolved: every file parameter of every tool passes this point.
    */
   add(param: string, source: string, as?: string): string {
+    if (isReferenceUri(source)) return this.reference(param, source, as);
     const n = normalizeWorkspacePath(source);
     if (!n.ok) throw new BuildError(param, `${param}: ${n.reason}`);
     const local = as ?? `in/${this.inputs.length + 1}/${safeName(basename(n.path))}`;
     checkRelative(param, local);
     this.inputs.push({ param, source: n.path, local });
     return local;
+  }
+
+  /**
+   * A file (or directory) on a reference volume, read in place: its path as the tool sees
+   * it. Refused where the command would place the input under a name of its own (an index
+   * command writes beside its input, and a reference volume is read-only).
+   */
+  reference(param: string, uri: string, as?: string): string {
+    const r = parseReferenceUri(uri);
+    if (!r.ok) throw new BuildError(param, `${param}: ${r.reason}`, "invalid_reference");
+    if (as !== undefined) {
+      throw new BuildError(param, `${param}: ${r.uri} is on a read-only reference volume, and this command writes its output beside its input: give it a workspace file (index reference data when preparing the volume)`, "invalid_reference");
+    }
+    if (this.references.length >= MAX_REFERENCES_PER_STEP) throw new BuildError(param, `${param}: a step reads at most ${MAX_REFERENCES_PER_STEP} reference files`, "invalid_reference");
+    const path = referenceMountPath(r.volume, r.path);
+    this.references.push({ param, uri: r.uri, path });
+    return path;
   }
 }
 
@@ -283,6 +306,7 @@ export function invocation(
     if (cut > 0) mkdirs.add(path.slice(0, cut));
   }
   const inv: Invocation = { argv: [...program, ...argv], inputs: stager.inputs, outputs, mkdirs: [...mkdirs] };
+  if (stager.references.length) inv.references = stager.references;
   if (extra.stdout !== undefined) inv.stdout = extra.stdout;
   return inv;
 }
@@ -298,3 +322,12 @@ export function flag(name: string, value: string | number | undefined): string[]
 }
 
 export const out = (path: string, secondary: string[] = []): OutputFile => ({ path, secondary });
+
+/**
+ * Pod resources of a command in cluster mode (types.ts ToolResources): the CPU and memory it
+ * asks for, the memory it may grow to, and, for commands that stage or write large files,
+ * the scratch space (ephemeral storage) of its working directory.
+ */
+export function podResources(cpu: string, memory: string, memoryLimit: string, scratch?: string): ToolResources {
+  return { requests: { cpu, memory, ...(scratch ? { "ephemeral-storage": scratch } : {}) }, limits: { memory: memoryLimit } };
+}

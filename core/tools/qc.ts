@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { BuildContext, Params, ToolDefinition } from "./types.js";
 import { BuildError } from "./types.js";
-import { Stager, basename, commonParams, extraArgs, flag, invocation, oneOf, optEnum, optInt, out, outputPath, program, stem, file } from "./params.js";
+import { Stager, basename, commonParams, extraArgs, flag, invocation, oneOf, optEnum, optInt, out, outputPath, podResources, program, stem, file } from "./params.js";
 
 /** FastQC names its reports after the input, stripping these suffixes in this order, case-sensitively. */
 function fastqcName(file: string): string {
@@ -29,6 +29,9 @@ export const fastqc: ToolDefinition = {
     fastqc: {
       description: "QC report of inputFile (and inputFile2). Outputs, by position: report HTML, data zip (of inputFile, then inputFile2).",
       required: ["inputFile"],
+      // One thread per file; 250 MB of heap per thread.
+      threaded: true,
+      resources: podResources("1", "1Gi", "2Gi"),
       build(p, ctx) {
         const s = new Stager(p);
         const files = [s.file("inputFile"), s.optFile("inputFile2")].filter((f): f is string => f !== undefined);
@@ -57,6 +60,7 @@ export const trimmomatic: ToolDefinition = {
   description: "Adapter and quality trimming of Illumina reads, paired-end (PE) or single-end (SE).",
   version: "0.39",
   image: "quay.io/biocontainers/trimmomatic:0.39--hdfd78af_2",
+  resources: podResources("4", "2Gi", "4Gi", "50Gi"),
   localExecutables: ["TrimmomaticPE", "TrimmomaticSE"],
   fileParams: ["inputFile", "inputFile2", "reference", "adapters"],
   inputSchema: z.strictObject({
@@ -69,6 +73,7 @@ export const trimmomatic: ToolDefinition = {
     PE: {
       description: "Paired-end trimming. Outputs, by position: R1 paired (outputFile), R2 paired (outputFile2), R1 unpaired, R2 unpaired.",
       required: ["inputFile", "inputFile2"],
+      threaded: true,
       build(p, ctx) {
         const s = new Stager(p);
         const r1 = s.file("inputFile");
@@ -88,6 +93,7 @@ export const trimmomatic: ToolDefinition = {
     SE: {
       description: "Single-end trimming; trimmed reads to outputFile.",
       required: ["inputFile"],
+      threaded: true,
       build(p, ctx) {
         const s = new Stager(p);
         const r1 = s.file("inputFile");

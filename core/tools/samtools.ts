@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./types.js";
 import { tabix as tabixTool } from "./tabix.js";
-import { Stager, positional, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, program, stem, oneOf, file, text, optText } from "./params.js";
+import { Stager, positional, bool, commonParams, extraArgs, flag, int, invocation, optBool, optEnum, optInt, optStr, out, outputPath, podResources, program, stem, oneOf, file, text, optText } from "./params.js";
 
 const COMMANDS = ["view", "sort", "index", "merge", "stats", "flagstat", "idxstats", "depth", "coverage", "tabix"] as const;
 
@@ -23,11 +23,15 @@ const schema = z.strictObject({
 const sam = ["samtools"] as const;
 const tabixIndex = tabixTool.commands.index as CommandDefinition;
 
+/** Commands that read an index or count flags: little CPU and memory. */
+const LIGHT = podResources("250m", "256Mi", "1Gi");
+
 /** `samtools CMD <options> -o OUT IN`: one staged input, one output named after it. */
-function toFile(cmd: string, description: string, suffix: string, options: (p: Params) => string[]): CommandDefinition {
+function toFile(cmd: string, description: string, suffix: string, options: (p: Params) => string[], pod: Pick<CommandDefinition, "threaded" | "resources"> = {}): CommandDefinition {
   return {
     description,
     required: ["inputFile"],
+    ...pod,
     build(p: Params, ctx: BuildContext) {
       const s = new Stager(p);
       const input = s.file("inputFile");
@@ -42,6 +46,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   view: {
     description: "Convert, filter or subset alignments (optionally to a region).",
     required: ["inputFile"],
+    threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");
@@ -57,11 +62,14 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
       ], s, [out(output)]);
     },
   },
+  // 768 MiB of reads per thread in memory, the rest spilled to temporary files beside the output.
   sort: toFile("sort", "Sort alignments by coordinate (or by read name with byName).", ".sorted.bam",
-    (p) => [...threadsOpt(p), ...(optBool(p, "byName") ? ["-n"] : [])]),
+    (p) => [...threadsOpt(p), ...(optBool(p, "byName") ? ["-n"] : [])], { threaded: true, resources: podResources("2", "4Gi", "8Gi", "50Gi") }),
   index: {
     description: "Index a coordinate-sorted BAM/CRAM. The output is the indexed file with its index beside it, so `${step.outputFile}` brings both.",
     required: ["inputFile"],
+    threaded: true,
+    resources: LIGHT,
     build(p, ctx) {
       const s = new Stager(p);
       const name = outputPath(p, "outputFile", stem(optStr(p, "inputFile") ?? "") + (/\.cram$/i.test(optStr(p, "inputFile") ?? "") ? ".cram" : ".bam"));
@@ -75,6 +83,8 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
     description: "Merge sorted alignment files (inputFiles, or inputFile and inputFile2).",
     required: [],
     requiredAnyOf: [["inputFiles"], ["inputFile", "inputFile2"]],
+    threaded: true,
+    resources: podResources("2", "2Gi", "4Gi", "50Gi"),
     build(p, ctx) {
       const s = new Stager(p);
       const list = p["inputFiles"] as string[] | undefined;
@@ -86,8 +96,8 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
     },
   },
   stats: statsLike("stats", "Comprehensive alignment statistics.", ".stats.txt"),
-  flagstat: statsLike("flagstat", "Counts of reads by SAM flag.", ".flagstat.txt"),
-  idxstats: statsLike("idxstats", "Per-reference read counts from the index.", ".idxstats.txt"),
+  flagstat: { ...statsLike("flagstat", "Counts of reads by SAM flag.", ".flagstat.txt"), resources: LIGHT },
+  idxstats: { ...statsLike("idxstats", "Per-reference read counts from the index.", ".idxstats.txt"), resources: LIGHT },
   depth: toFile("depth", "Per-position read depth (optionally a region; allPositions includes zero depth).", ".depth.tsv",
     (p) => [...(optBool(p, "allPositions") ? ["-a"] : []), ...flag("-Q", optInt(p, "minMapQ")), ...flag("-r", optText(p, "region"))]),
   coverage: toFile("coverage", "Per-reference coverage summary (optionally a region).", ".coverage.tsv",
@@ -95,6 +105,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   // htslib's tabix ships with samtools: the same command as the tabix tool's `index`.
   tabix: {
     ...tabixIndex,
+    resources: LIGHT,
     description: "Index a bgzip-compressed tab-delimited file (htslib's tabix, shipped with samtools). The output is the indexed file with its .tbi beside it.",
   },
 };
@@ -103,6 +114,7 @@ function statsLike(cmd: "stats" | "flagstat" | "idxstats", description: string, 
   return {
     description: `${description} Written to outputFile.`,
     required: ["inputFile"],
+    ...(cmd === "idxstats" ? {} : { threaded: true }),
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");
@@ -117,6 +129,7 @@ export const samtools: ToolDefinition = {
   description: "Reading, writing, sorting, indexing and summarising SAM/BAM/CRAM alignments.",
   version: "1.21",
   image: "quay.io/biocontainers/samtools:1.21--h50ea8bc_0",
+  resources: podResources("1", "1Gi", "4Gi"),
   localExecutables: ["samtools", "tabix"],
   commands,
   fileParams: ["inputFile", "inputFile2", "inputFiles", "reference"],

@@ -29,6 +29,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   bgzip: {
     description: "Compress a file with bgzip (block gzip, indexable).",
     required: ["inputFile"],
+    threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");

@@ -5,11 +5,19 @@
  * never a shell string. Executors (local processes, Kubernetes Jobs) only carry it out.
  */
 import type { z } from "zod";
+import type { ReferenceInput } from "../references.js";
 
 /** Where the argv will run: `local` uses Debian's executables, `container` the pinned image's. */
 export type Runtime = "local" | "container";
 
-export interface BuildContext { runtime: Runtime }
+export interface BuildContext {
+  runtime: Runtime;
+  /**
+   * The reference volumes configured where the step runs (`ref://<volume>/…` must name one);
+   * undefined when not known (an offline check): then only a reference's form is checked.
+   */
+  referenceVolumes?: readonly string[];
+}
 
 /** A file to stage into the step's working directory before the tool runs. */
 export interface StagedInput {
@@ -33,6 +41,8 @@ export interface Invocation {
   /** When set, the tool's standard output is written to this file (no shell redirection). */
   stdout?: string;
   inputs: StagedInput[];
+  /** Files on read-only reference volumes the tool reads in place (`ref://…`, never staged); absent: none. */
+  references?: ReferenceInput[];
   /** In order: [0] is what `${step.outputFile}` names, [1] is `${step.outputFile2}`. */
   outputs: OutputFile[];
   /** Directories to create in the working directory before running. */
@@ -42,8 +52,26 @@ export interface Invocation {
 /** Parameters after interpolation and schema validation. */
 export type Params = Readonly<Record<string, unknown>>;
 
+/**
+ * Kubernetes resources of a step pod's tool container (cluster mode), keyed as in a pod spec.
+ * The catalogue's are defaults: the step-pod configuration and a step's own `resources`
+ * override them (core/kubernetes/step-pods.ts).
+ */
+export interface ToolResources {
+  requests?: ResourceQuantities;
+  limits?: ResourceQuantities;
+}
+export interface ResourceQuantities { cpu?: string; memory?: string; "ephemeral-storage"?: string }
+
 export interface CommandDefinition {
   description: string;
+  /**
+   * The command passes the `threads` parameter to the tool as its thread count. Cluster mode
+   * then keeps threads and the pod's CPU request in step (core/kubernetes/step-pods.ts).
+   */
+  threaded?: boolean;
+  /** This command's pod resources where they differ from the tool's (e.g. `bwa mem` against `bwa index`). */
+  resources?: ToolResources;
   /** Parameter names this command cannot run without. */
   required: readonly string[];
   /** Alternatives: at least one of these groups must be fully present (e.g. inputFiles, or inputFile and inputFile2). */
@@ -61,6 +89,14 @@ export interface ToolDefinition {
   image: string;
   /** Anything an operator must know about the image (e.g. a user-supplied one). */
   imageNote?: string;
+  /**
+   * The image is the organization's own (its licence forbids a public one): `image` is a
+   * placeholder, and cluster mode refuses the tool's steps until the step-pod configuration
+   * names one (`tools.<id>.image`).
+   */
+  userSuppliedImage?: boolean;
+  /** Pod resources of the tool's steps in cluster mode, unless its command has its own. */
+  resources?: ToolResources;
   /** Executables that must be on PATH for embedded (local) runs. */
   localExecutables: readonly string[];
   commands: Readonly<Record<string, CommandDefinition>>;
@@ -74,7 +110,8 @@ export interface ToolDefinition {
 
 /** A parameter value that is only found wrong once references are resolved. */
 export class BuildError extends Error {
-  constructor(readonly param: string, message: string) {
+  /** `code`: the issue's code (default `invalid_parameter`). */
+  constructor(readonly param: string, message: string, readonly code?: string) {
     super(message);
     this.name = "BuildError";
   }

@@ -1,8 +1,15 @@
 /**
- * The Helm chart (charts/operon), checked with the real helm (v4.3.1, built by `make test-deps`)
- * and the real kubectl against a real kube-apiserver (test/support/k8s-env.ts):
- *  - `helm lint`, and the values schema refusing wrong values with the key named;
- *  - renders (defaults, every option on, existing Secrets) accepted by a server-side dry-run
+ * The Helm chart (charts/operon), checked with the real helm (v4.3.1, and v3.19.0 where Helm 3
+ * and 4 could differ; both built by `make test-deps`) and the real kubectl against a real
+ * kube-apiserver (test/support/k8s-env.ts):
+ *  - `helm lint --strict` and `helm template` with no values at all (the chart's defaults) and
+ *    with every option on, with Helm 4 and Helm 3; NOTES.txt of a first install without a
+ *    bucket (NOT READY, naming s3.bucket and the upgrade line); the api-server and operator
+ *    started with that install's environment stop at once with one line naming s3.bucket;
+ *  - the values schema refusing wrong values with the key named (Helm 4 and 3), and checking the
+ *    step-pod values (`steps`) as the operator does; `steps` rendered into steps.json, mounted
+ *    in both Deployments; a step Job with every steps value created under the chart's RBAC;
+ *  - renders (no values, defaults, every option on, existing Secrets) accepted by a server-side dry-run
  *    apply in a namespace that enforces the restricted Pod Security Standard, without a warning;
  *  - least privilege and pod security read from the rendered objects, and the RBAC checked
  *    with `kubectl auth can-i` after a real apply;
@@ -18,7 +25,7 @@
 import t from "tap";
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +34,10 @@ import { parse, parseAllDocuments } from "yaml";
 import { parseConfig } from "../../core/config.js";
 import { buildJob, type JobObject } from "../../core/kubernetes/jobs.js";
 import { LABEL } from "../../core/kubernetes/pipelinerun.js";
+import { IMAGE_REF, REGISTRY_PREFIX, StepPodConfigSchema } from "../../core/kubernetes/step-pods.js";
+import { QUANTITY } from "../../core/quantity.js";
+import { HELM_VALUE_OF } from "../../core/helm-values.js";
+import { defaultCatalogue } from "../../core/tools/index.js";
 import type { StepTask } from "../../core/ports.js";
 import { createStore } from "../../engine/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
@@ -39,11 +50,16 @@ import { freePorts } from "../support/minio.js";
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const chartDir = join(repo, "charts", "operon");
 const fixtures = fileURLToPath(new URL("./", import.meta.url));
-const HELM = join(process.env.OPERON_CACHE_DIR ?? join(homedir(), ".cache", "operon"), "helm-v4.3.1", "helm");
-try {
-  accessSync(HELM, constants.X_OK);
-} catch {
-  throw new Error(`helm v4.3.1 is missing (${HELM}): run \`make test-deps\` to build it from its Go module`);
+const cacheDir = process.env.OPERON_CACHE_DIR ?? join(homedir(), ".cache", "operon");
+/** Helm 4 (most of the tests) and Helm 3 (the chart is checked with both: lint, template, NOTES), as `make test-deps` builds them. */
+const HELM = join(cacheDir, "helm-v4.3.1", "helm");
+const HELM3 = join(cacheDir, "helm-v3.19.0", "helm");
+for (const [binary, version] of [[HELM, "v4.3.1"], [HELM3, "v3.19.0"]] as const) {
+  try {
+    accessSync(binary, constants.X_OK);
+  } catch {
+    throw new Error(`helm ${version} is missing (${binary}): run \`make test-deps\` to build it from its Go module`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -59,7 +75,8 @@ const helmEnv = {
   PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: helmHome,
   HELM_CACHE_HOME: join(helmHome, "cache"), HELM_CONFIG_HOME: join(helmHome, "config"), HELM_DATA_HOME: join(helmHome, "data"),
 };
-const helm = (args: string[]) => run(HELM, args, { env: helmEnv });
+const helmAt = (binary: string, extra: NodeJS.ProcessEnv = {}) => (args: string[]) => run(binary, args, { env: { ...helmEnv, ...extra } });
+const helm = helmAt(HELM);
 
 interface Meta { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
 interface K8sObject { apiVersion: string; kind: string; metadata: Meta; [k: string]: unknown }
@@ -89,9 +106,9 @@ interface NetworkPolicy extends K8sObject {
   spec: { podSelector: LabelSelector; policyTypes?: string[]; ingress?: Array<{ from?: PolicyPeer[]; ports?: PolicyPort[] }>; egress?: Array<{ to?: PolicyPeer[]; ports?: PolicyPort[] }> };
 }
 
-/** `helm template` with the given flags; throws when helm fails. */
-async function render(release: string, namespace: string, flags: string[]): Promise<{ text: string; docs: K8sObject[] }> {
-  const r = await helm(["template", release, chartDir, "--namespace", namespace, ...flags]);
+/** `helm template` with the given flags (Helm 4 unless told); throws when helm fails. */
+async function render(release: string, namespace: string, flags: string[], h = helm): Promise<{ text: string; docs: K8sObject[] }> {
+  const r = await h(["template", release, chartDir, "--namespace", namespace, ...flags]);
   if (r.code !== 0) throw new Error(`helm template ${flags.join(" ")} failed: ${r.stderr}`);
   const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject | null).filter((d): d is K8sObject => d !== null);
   return { text: r.stdout, docs };
@@ -185,22 +202,105 @@ async function restrictedNamespace(name: string): Promise<void> {
 
 const BUCKET_FLAG = ["--set", "s3.bucket=operon-data"];
 const DRY_NS = "chart-dry-run";
+/** A first `helm install` with no values at all: the chart's own defaults (no bucket). */
+const noValues = await render("operon", DRY_NS, []);
 const defaults = await render("operon", DRY_NS, BUCKET_FLAG);
 const allOn = await render("operon", DRY_NS, ["-f", join(fixtures, "all-on.values.yaml")]);
 const existingSecrets = await render("operon", DRY_NS, ["-f", join(fixtures, "all-on.values.yaml"),
   "--set", "s3.existingSecret=my-s3-credentials", "--set", "signing.existingSecret=my-signing-secret"]);
-const renders = { defaults, "all-on": allOn, "existing Secrets": existingSecrets };
+const renders = { "no values": noValues, defaults, "all-on": allOn, "existing Secrets": existingSecrets };
 
-t.test("helm lint passes with s3.bucket set, and fails naming s3.bucket without it", async (t) => {
-  const ok = await helm(["lint", "--strict", chartDir, ...BUCKET_FLAG]);
-  t.equal(ok.code, 0, `lint --strict: ${ok.stdout}${ok.stderr}`);
-  t.match(ok.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
-  const allOnLint = await helm(["lint", "--strict", chartDir, "-f", join(fixtures, "all-on.values.yaml")]);
-  t.equal(allOnLint.code, 0, `lint --strict with every option on: ${allOnLint.stdout}${allOnLint.stderr}`);
-  const bad = await helm(["lint", chartDir]);
-  t.not(bad.code, 0, "no bucket: lint fails");
-  t.match(bad.stdout + bad.stderr, /s3[./]bucket/, "the message names s3.bucket");
+type ConfigMap = K8sObject & { data: Record<string, string> };
+function configMap(docs: K8sObject[], name: string): ConfigMap {
+  const cm = ofKind<ConfigMap>(docs, "ConfigMap").find((c) => c.metadata.name === name);
+  if (!cm) throw new Error(`no ConfigMap ${name} rendered`);
+  return cm;
+}
+/** A rendered object without what differs between two renders by design (the random signing secret). */
+const comparable = (d: K8sObject): K8sObject => (d.kind === "Secret" && d.metadata.name === "operon-signing" ? { ...d, data: "(random)" } : d);
+
+const HELMS = [["Helm 4", HELM, "v4.3.1"], ["Helm 3", HELM3, "v3.19.0"]] as const;
+
+t.test("Helm 4 and Helm 3: lint --strict and template pass with the chart's own defaults (no values) and with every option on", async (t) => {
+  for (const [name, binary, version] of HELMS) {
+    t.test(name, async (t) => {
+      const h = helmAt(binary);
+      t.equal((await h(["version", "--template", "{{ .Version }}"])).stdout.trim(), version, `this is helm ${version}`);
+      for (const [what, flags] of [["no values", []], ["s3.bucket set", BUCKET_FLAG], ["every option on", ["-f", join(fixtures, "all-on.values.yaml")]]] as const) {
+        const lint = await h(["lint", "--strict", chartDir, ...flags]);
+        t.equal(lint.code, 0, `${what}: lint --strict: ${lint.stdout}${lint.stderr}`);
+        t.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/, `${what}: linted`);
+      }
+      const { docs } = await render("operon", DRY_NS, [], h);
+      t.strictSame(docs.map(comparable), noValues.docs.map(comparable), "helm template with no values: the same objects as Helm 4 renders");
+      const all = await render("operon", DRY_NS, ["-f", join(fixtures, "all-on.values.yaml")], h);
+      t.strictSame(all.docs, allOn.docs, "every option on: the same objects as Helm 4 renders");
+    });
+  }
+  t.test("no values: every object, without S3_BUCKET; the pods are told they run under the chart", async (t) => {
+    t.same(noValues.docs.map((d) => `${d.kind}/${d.metadata.name}`), defaults.docs.map((d) => `${d.kind}/${d.metadata.name}`), "the same objects as with a bucket");
+    const cm = configMap(noValues.docs, "operon-config");
+    t.equal(cm.data.S3_BUCKET, undefined, "no S3_BUCKET: the processes refuse to start, naming s3.bucket");
+    t.equal(cm.data.OPERON_CONFIG_SOURCE, "helm");
+    t.equal(configMap(defaults.docs, "operon-config").data.S3_BUCKET, "operon-data");
+  });
 });
+
+t.test("NOTES.txt: with no values it starts NOT READY, naming s3.bucket, credentials and the upgrade line; with a bucket, none of it", async (t) => {
+  // `helm install --dry-run=client` prints NOTES.txt (helm template does not); Helm 3 asks the
+  // cluster's version even so, hence the test cluster's kubeconfig. Nothing is installed.
+  for (const [name, binary] of HELMS) {
+    t.test(name, async (t) => {
+      const h = helmAt(binary, { KUBECONFIG: env.kubeconfigPath });
+      const notes = async (flags: string[]) => {
+        const r = await h(["install", "first", chartDir, "--namespace", "lab", "--dry-run=client", ...flags]);
+        if (r.code !== 0) throw new Error(`helm install --dry-run=client ${flags.join(" ")}: ${r.stderr}`);
+        const at = r.stdout.indexOf("\nNOTES:\n");
+        t.ok(at >= 0, "NOTES printed");
+        return r.stdout.slice(at + "\nNOTES:\n".length);
+      };
+      const first = await notes([]);
+      t.match(first, /^NOT READY: set the Helm value s3\.bucket\./, "it starts with NOT READY naming s3.bucket");
+      t.ok(first.includes("\n    helm upgrade first charts/operon -n lab --reuse-values --set s3.bucket=<bucket>\n"), "the exact upgrade command");
+      for (const value of ["s3.existingSecret=", "s3.accessKeyId=", "s3.secretAccessKey=", "serviceAccount.annotations", "s3.endpoint=", "s3.forcePathStyle=true"]) {
+        t.ok(first.includes(value), `credentials and store: ${value}`);
+      }
+      t.match(first, /bundles no object store/);
+      t.ok(first.includes("kubectl -n lab get pods -l app.kubernetes.io/instance=first -o jsonpath='{range .items[*]}{.metadata.name}: {.status.containerStatuses[0].lastState.terminated.message}"), "how to read the pods' termination message");
+      t.match(first, /Once the pods are ready:\n\nOperon \S+ is installed in namespace lab\./, "then the usual notes");
+      const ready = await notes(BUCKET_FLAG);
+      t.match(ready, /^Operon \S+ is installed in namespace lab\./, "with a bucket: the usual notes");
+      t.notMatch(ready, /NOT READY|s3\.bucket|helm upgrade/, "and nothing about the bucket");
+    });
+  }
+});
+
+/** Wrong step-pod values and how the refusal names them (checked with Helm 4 and Helm 3). */
+const refVolume = (name: string, volume: unknown = { persistentVolumeClaim: { claimName: "ref" } }) => ({ name, volume });
+const STEP_REFUSALS: Array<[string[], RegExp]> = [
+  [["--set-string", "steps.resources.requests.cpu=lots"], /\/steps\/resources\/requests\/cpu'?: 'lots' does not match pattern/],
+  [["--set-string", "steps.tools.bwa.resources.limits.memory=16GB"], /\/steps\/tools\/bwa\/resources\/limits\/memory'?: '16GB' does not match pattern/],
+  [["--set-string", "steps.maxResources.ephemeralStorage=-1Gi"], /\/steps\/maxResources\/ephemeralStorage'?: '-1Gi' does not match pattern/],
+  [["--set", "steps.maxResources.memory=16"], /\/steps\/maxResources\/memory'?: got number, want string/],
+  [["--set-string", "steps.resources.requests.gpu=1"], /\/steps\/resources\/requests'?: additional properties 'gpu' not allowed/],
+  [["--set", "steps.tools.bwa-mem.image=registry.lab/bwa:1"], /\/steps\/tools'?: additional properties 'bwa-mem' not allowed/],
+  [["--set", "steps.tools.annovar.image=https://registry.lab/annovar"], /\/steps\/tools\/annovar\/image'?: .* does not match pattern/],
+  [["--set", "steps.imageRegistry=https://harbor.lab"], /\/steps\/imageRegistry'?: .* does not match pattern/],
+  [["--set", "steps.serviceAccountName=Step_Runner"], /\/steps\/serviceAccountName'?: .* does not match pattern/],
+  [["--set", "steps.tolerations[0].operator=Maybe"], /\/steps\/tolerations\/0\/operator/],
+  [["--set", "steps.nodeselector.pool=genomics"], /\/steps'?: additional properties 'nodeselector' not allowed/],
+  [["--set-json", 'steps.nodeSelector={"Bad Key":"x"}'], /\/steps\/nodeSelector'?: additional properties 'Bad Key' not allowed/],
+  [["--set", "steps.imageRegistry="], /\/steps\/imageRegistry'?: '' does not match pattern/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("GRCh38")])}`], /\/steps\/referenceVolumes\/0\/name'?: 'GRCh38' does not match pattern/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("a".repeat(60))])}`], /\/steps\/referenceVolumes\/0\/name'?: 'a{60}' does not match pattern/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("grch38", { persistentVolumeclaim: { claimName: "ref" } })])}`], /\/steps\/referenceVolumes\/0\/volume'?: additional properties 'persistentVolumeclaim' not allowed/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("grch38", { persistentVolumeClaim: {} })])}`], /\/steps\/referenceVolumes\/0\/volume\/persistentVolumeClaim'?: missing property 'claimName'/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("grch38", { nfs: { server: "nfs", path: "/a" }, hostPath: { path: "/a" } })])}`], /\/steps\/referenceVolumes\/0\/volume'?: maxProperties/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("grch38")])}`, "--set-json", "steps.referenceVolumes[0].volume={}"], /\/steps\/referenceVolumes\/0\/volume'?: minProperties/],
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("grch38")])}`, "--set", "steps.referenceVolumes[0].mountPath=/data"], /\/steps\/referenceVolumes\/0'?: additional properties 'mountPath' not allowed/],
+  // A guard of the template (uniqueness by name is not expressible in the schema):
+  [["--set-json", `steps.referenceVolumes=${JSON.stringify([refVolume("grch38"), refVolume("hg19"), refVolume("grch38")])}`], /steps\.referenceVolumes\[2\]\.name: "grch38" is used twice/],
+];
 
 t.test("the values schema refuses wrong values, naming the key", async (t) => {
   const cases: Array<[string[], RegExp]> = [
@@ -219,6 +319,7 @@ t.test("the values schema refuses wrong values, naming the key", async (t) => {
     [["--set", "stepNetworkPolicy.objectStore.ports[0].port=9000", "--set", "stepNetworkPolicy.objectStore.ports[0].protocol=HTTP"], /\/stepNetworkPolicy\/objectStore\/ports\/0\/protocol/],
     [["--set-json", "stepNetworkPolicy.dns.ports=[]"], /\/stepNetworkPolicy\/dns\/ports'?: minItems/],
     [["--set-json", 'stepNetworkPolicy.extraEgress=[{"to":[{"ipBlock":{"cidr":"169.254.169.254/32"}}]}]'], /\/stepNetworkPolicy\/extraEgress\/0'?: missing property 'ports'/],
+    ...STEP_REFUSALS,
     // Guards of the templates themselves (not expressible in the schema):
     [["--set", "ingress.enabled=true", "--set", "ingress.tls.enabled=true"], /ingress\.tls\.secretName is required/],
     [["--set", "s3.accessKeyId=AKIA"], /s3\.secretAccessKey is required with s3\.accessKeyId/],
@@ -228,14 +329,92 @@ t.test("the values schema refuses wrong values, naming the key", async (t) => {
     t.not(r.code, 0, `${flags.join(" ")}: refused`);
     t.match(r.stderr, message, `${flags.join(" ")}: the message names the key`);
   }
+  // Helm 3 checks the same schema: the step-pod values, and one of the others.
+  const helm3 = helmAt(HELM3);
+  for (const [flags, message] of [...STEP_REFUSALS, [["--set", "orgConcurrency=lots"], /\/orgConcurrency'?: got string, want integer/] as const]) {
+    const r = await helm3(["template", "operon", chartDir, ...BUCKET_FLAG, ...flags]);
+    t.not(r.code, 0, `Helm 3, ${flags.join(" ")}: refused`);
+    t.match(r.stderr, message, `Helm 3, ${flags.join(" ")}: the message names the key`);
+  }
   // The same keys with good values render, so the refusals above are about the values.
   const good = await render("operon", "ns", [...BUCKET_FLAG, "--set", "orgConcurrency=7", "--set", "apiServer.replicas=4", "--set", "operator.replicas=1",
     "--set", "s3.endpoint=http://minio:9000", "--set", "logLevel=debug", "--set", "serviceMonitor.interval=1m"]);
-  const cm = ofKind(good.docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+  const cm = configMap(good.docs, "operon-config");
   t.equal(cm.data.OPERON_ORG_CONCURRENCY, "7");
   t.equal(cm.data.S3_ENDPOINT, "http://minio:9000");
   t.equal(deployment(good.docs, "api-server").spec.replicas, 4);
   t.equal(deployment(good.docs, "operator").spec.replicas, 1);
+});
+
+interface JsonSchema { type?: string; pattern?: string; properties?: Record<string, JsonSchema>; definitions?: Record<string, JsonSchema> }
+const valuesSchema = JSON.parse(await readFile(join(chartDir, "values.schema.json"), "utf8")) as JsonSchema;
+const allOnValues = parse(await readFile(join(fixtures, "all-on.values.yaml"), "utf8")) as { steps: Record<string, unknown> };
+const chartValues = parse(await readFile(join(chartDir, "values.yaml"), "utf8")) as { steps: Record<string, unknown> };
+
+t.test("steps: the values become steps.json, mounted read-only at /etc/operon/steps.json in the api-server and the operator", async (t) => {
+  const stepKeys = Object.keys(valuesSchema.properties?.steps?.properties ?? {});
+  t.same(stepKeys.sort(), Object.keys(StepPodConfigSchema.shape).sort(), "the chart's steps keys are the configuration's (core/kubernetes/step-pods.ts)");
+  t.same(Object.keys(allOnValues.steps).sort(), stepKeys, "all-on.values.yaml sets every one of them");
+  for (const [name, { docs }, expected] of [["no values", noValues, chartValues.steps], ["all-on", allOn, allOnValues.steps]] as const) {
+    t.test(name, async (t) => {
+      const text = configMap(docs, "operon-steps").data["steps.json"] ?? "";
+      const json = JSON.parse(text) as unknown;
+      t.strictSame(json, expected, "steps.json is the steps values, as given");
+      const parsed = StepPodConfigSchema.safeParse(json);
+      t.ok(parsed.success, `it is a valid step-pod configuration${parsed.success ? "" : `: ${JSON.stringify(parsed.error.issues)}`}`);
+      for (const component of ["api-server", "operator"]) {
+        const d = deployment(docs, component);
+        const c = mainContainer(d) as Container & { volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }> };
+        const file = c.env?.find((e) => e.name === "OPERON_STEP_POD_CONFIG")?.value;
+        t.equal(file, "/etc/operon/steps.json", `${component}: OPERON_STEP_POD_CONFIG`);
+        const mount = c.volumeMounts?.find((m) => m.mountPath === "/etc/operon");
+        t.equal(mount?.readOnly, true, `${component}: mounted read-only`);
+        const volume = (d.spec.template.spec.volumes as Array<{ name: string; configMap?: { name: string; items?: Array<{ key: string; path: string }> } }> | undefined)?.find((v) => v.name === mount?.name);
+        t.strictSame(volume?.configMap, { name: "operon-steps", items: [{ key: "steps.json", path: "steps.json" }] }, `${component}: the file is the ConfigMap's steps.json`);
+        t.notOk(c.envFrom?.some((e) => e.configMapRef?.name === "operon-steps"), `${component}: not as environment variables`);
+      }
+    });
+  }
+  // Pods roll when the step configuration changes (the operator reads it at start).
+  const changed = await render("operon", DRY_NS, ["--set", "steps.priorityClassName=genomics-batch"]);
+  for (const component of ["api-server", "operator"]) {
+    const checksum = (docs: K8sObject[]) => deployment(docs, component).spec.template.metadata.annotations?.["checksum/config"];
+    t.ok(checksum(noValues.docs), `${component}: a checksum annotation`);
+    t.not(checksum(changed.docs), checksum(noValues.docs), `${component}: it changes with steps.priorityClassName`);
+  }
+});
+
+t.test("steps: the schema checks what the operator checks (core/kubernetes/step-pods.ts), with the same patterns", async (t) => {
+  const steps = valuesSchema.properties?.steps?.properties ?? {};
+  const same = (pattern: string | undefined, re: RegExp, what: string) => t.equal(new RegExp(pattern ?? "(none)").source, re.source, `${what}: the operator's pattern`);
+  same(valuesSchema.definitions?.quantity?.pattern, QUANTITY, "quantities");
+  same(valuesSchema.definitions?.image?.pattern, IMAGE_REF, "tool images");
+  same(steps.imageRegistry?.pattern, REGISTRY_PREFIX, "imageRegistry");
+  t.same(Object.keys(steps.tools?.properties ?? {}).sort(), [...defaultCatalogue.ids], "steps.tools takes exactly the catalogue's tool ids");
+  // The same documents, both ways: what the schema refuses, the operator refuses too.
+  const docs: Array<[string, Record<string, unknown>]> = [
+    ["a quantity", { resources: { requests: { cpu: "lots" } } }],
+    ["a resource name", { resources: { requests: { gpu: "1" } } }],
+    ["a tool", { tools: { "bwa-mem": { image: "registry.lab/bwa:1" } } }],
+    ["an image", { tools: { annovar: { image: "https://registry.lab/annovar" } } }],
+    ["an empty image", { tools: { annovar: { image: "" } } }],
+    ["a mirror", { imageRegistry: "https://harbor.lab" }],
+    ["a label key", { nodeSelector: { "Bad Key": "x" } }],
+    ["a label value", { nodeSelector: { pool: "a b" } }],
+    ["a toleration", { tolerations: [{ operator: "Maybe" }] }],
+    ["a service account", { serviceAccountName: "Step_Runner" }],
+    ["a pull secret", { imagePullSecrets: [{ name: "" }] }],
+    ["a volume name", { referenceVolumes: [{ name: "GRCh38", volume: { nfs: { server: "nfs", path: "/ref" } } }] }],
+    ["a 60-character volume name", { referenceVolumes: [{ name: "a".repeat(60), volume: { nfs: { server: "nfs", path: "/ref" } } }] }],
+    ["a volume source", { referenceVolumes: [{ name: "grch38", volume: { persistentVolumeclaim: { claimName: "ref" } } }] }],
+    ["two volume sources", { referenceVolumes: [{ name: "grch38", volume: { nfs: { server: "nfs", path: "/a" }, hostPath: { path: "/a" } } }] }],
+    ["an unknown key", { nodeselector: {} }],
+  ];
+  for (const [what, doc] of docs) {
+    t.notOk(StepPodConfigSchema.safeParse(doc).success, `${what}: the operator refuses it`);
+    const r = await helm(["template", "operon", chartDir, "--set-json", `steps=${JSON.stringify(doc)}`]);
+    t.not(r.code, 0, `${what}: the chart refuses it`);
+  }
 });
 
 t.test("the chart's CRD is crds/pipelinerun.yaml", async (t) => {
@@ -309,7 +488,7 @@ t.test("least privilege and pod security, read from the rendered objects", async
     t.same(ofKind(defaults.docs, "Secret").map((s) => s.metadata.name), ["operon-signing"], "only the generated signing Secret");
     const api = mainContainer(deployment(defaults.docs, "api-server"));
     t.notOk(api.envFrom?.some((e) => e.secretRef), "no S3 credentials Secret in envFrom");
-    const cm = ofKind(defaults.docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+    const cm = configMap(defaults.docs, "operon-config");
     t.equal(cm.data.OPERON_S3_CREDENTIALS_SECRET, undefined, "step Jobs get no credentials Secret either");
     t.equal(ofKind(defaults.docs, "PodDisruptionBudget").length, 2, "PodDisruptionBudgets on by default");
   });
@@ -354,7 +533,7 @@ t.test("least privilege and pod security, read from the rendered objects", async
     }
     t.equal(mainContainer(deployment(docs, "api-server")).ports?.[0]?.containerPort, 9090);
     t.equal(mainContainer(deployment(docs, "operator")).ports?.[0]?.containerPort, 9091);
-    const cm = ofKind(docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+    const cm = configMap(docs, "operon-config");
     t.match(cm.data, {
       S3_BUCKET: "operon-data", S3_REGION: "eu-west-1", S3_ENDPOINT: "https://s3.eu-west-1.example.org", S3_FORCE_PATH_STYLE: "true",
       OPERON_STEP_S3_ENDPOINT: "http://minio.storage.svc.cluster.local:9000", OPERON_S3_CREDENTIALS_SECRET: "operon-s3",
@@ -374,7 +553,7 @@ t.test("least privilege and pod security, read from the rendered objects", async
       t.same(c.envFrom?.map((e) => e.secretRef?.name ?? e.configMapRef?.name), ["operon-config", "my-s3-credentials"]);
       t.same(c.env?.find((e) => e.name === "OPERON_SIGNING_SECRET")?.valueFrom?.secretKeyRef, { name: "my-signing-secret", key: "OPERON_SIGNING_SECRET" });
     }
-    const cm = ofKind(docs, "ConfigMap")[0] as K8sObject & { data: Record<string, string> };
+    const cm = configMap(docs, "operon-config");
     t.equal(cm.data.OPERON_S3_CREDENTIALS_SECRET, "my-s3-credentials", "step Jobs read the same Secret");
   });
 });
@@ -392,7 +571,8 @@ t.test("step pods: a NetworkPolicy, on by default, lets them reach only DNS and 
   const configured = fixture.stepNetworkPolicy;
   const allOnEgress: Egress = [{ ports: configured.dns.ports, to: configured.dns.to }, { ports: configured.objectStore.ports, to: configured.objectStore.to }, ...configured.extraEgress];
   // Defaults: the cluster DNS, and the object store at any address on 443 and 9000 only.
-  const expected: Record<string, Egress> = { defaults: [kubeDns, { ports: tcp(443, 9000) }], "all-on": allOnEgress, "existing Secrets": allOnEgress };
+  const byDefault: Egress = [kubeDns, { ports: tcp(443, 9000) }];
+  const expected: Record<string, Egress> = { "no values": byDefault, defaults: byDefault, "all-on": allOnEgress, "existing Secrets": allOnEgress };
   const otherStep = stepPodLabels(buildJob({ ...stepTask, runId: "run-01jz9999999999999999999999", organization: "Globex Corporation", stepId: "Sort_BAM", attempt: 3 },
     { namespace: "ns", image: "operon:test", toolImage: "quay.io/biocontainers/samtools:1.21", storageEnv: {}, credentialsSecret: "s3" }));
   const { [LABEL.step]: _step, ...notAStep } = stepLabels;
@@ -530,6 +710,31 @@ t.test("install: a real apply, and the ServiceAccounts may do what they need and
   }
 });
 
+t.test("install: a step Job with every steps value (its own ServiceAccount among them) needs no permission beyond the chart's", async (t) => {
+  // The operator creates Jobs, never pods: the Job controller creates the pods, with the
+  // template's serviceAccountName, priorityClassName and runtimeClassName (which must exist by
+  // then). So the operator's Role is enough, whatever the step pods run as.
+  const parsed = StepPodConfigSchema.safeParse(allOnValues.steps);
+  if (!parsed.success) throw new Error(`all-on steps: ${parsed.error.message}`);
+  // The restricted Pod Security Standard admits these volume sources only (no nfs, no hostPath).
+  const restrictedVolumes = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"];
+  const stepPods = { ...parsed.data, referenceVolumes: (parsed.data.referenceVolumes ?? []).filter((v) => Object.keys(v.volume).every((k) => restrictedVolumes.includes(k))) };
+  t.ok(stepPods.referenceVolumes.length >= 2 && stepPods.serviceAccountName && stepPods.priorityClassName && stepPods.runtimeClassName && stepPods.imagePullSecrets?.length, "the Job carries them");
+  const job = buildJob(stepTask, { namespace: NS, image: "operon:test", toolImage: "quay.io/biocontainers/bwa:0.7.18", storageEnv: { OPERON_STORAGE: "s3", S3_BUCKET: "b" }, credentialsSecret: "operon-s3", stepPods });
+  const spec = (job.spec as { template: { spec: PodSpec & { priorityClassName?: string; runtimeClassName?: string } } }).template.spec;
+  t.equal(spec.serviceAccountName, "operon-steps");
+  t.equal(spec.priorityClassName, "genomics-batch");
+  const create = (sa: string, body: unknown) => env.kubectl(["create", "--dry-run=server", `--as=system:serviceaccount:${NS}:${sa}`, "-n", NS, "-f", "-"], { input: JSON.stringify(body) });
+  const asOperator = await create(operatorSa, job);
+  t.equal(asOperator.code, 0, `the operator's ServiceAccount may create it: ${asOperator.stderr}`);
+  t.notMatch(asOperator.stderr, WARNING, "and its pod template is restricted-compliant");
+  const asApi = await create(apiSa, job);
+  t.match(asApi.stderr, /forbidden/i, "the api-server's may not (the check can fail)");
+  // An nfs reference volume is not admitted where the restricted level is enforced (values.yaml says so).
+  const withNfs = buildJob(stepTask, { namespace: NS, image: "operon:test", toolImage: "quay.io/biocontainers/bwa:0.7.18", storageEnv: {}, stepPods: parsed.data });
+  t.match((await create(operatorSa, withNfs)).stderr, /would violate PodSecurity "restricted:latest": restricted volume types/, "an nfs volume: warned as not restricted");
+});
+
 interface Proc { name: string; child: ChildProcess; port: number; output: () => string; exited: Promise<number | null> }
 const procs: Proc[] = [];
 t.teardown(() => { for (const p of procs) if (p.child.exitCode === null) p.child.kill("SIGKILL"); });
@@ -547,35 +752,64 @@ async function readSecret(name: string): Promise<Record<string, string>> {
   return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
 }
 
+/** Where a Deployment was rendered for: its objects, namespace, and where its Secrets are read. */
+interface Rendering { docs: K8sObject[]; namespace: string; secrets: "cluster" | "render" }
+
+/** A Secret's keys: as stored in the API server, or as rendered (a render that is not applied). */
+async function secretOf(name: string, from: Rendering): Promise<Record<string, string>> {
+  if (from.secrets === "cluster") return readSecret(name);
+  const secret = ofKind<K8sObject & { data?: Record<string, string>; stringData?: Record<string, string> }>(from.docs, "Secret").find((x) => x.metadata.name === name);
+  if (!secret) throw new Error(`Secret ${name} is not rendered`);
+  return { ...Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")])), ...secret.stringData };
+}
+
+type Volume = { name: string; configMap?: { name: string; items?: Array<{ key: string; path: string }> }; emptyDir?: unknown };
+type Mount = { name: string; mountPath: string; readOnly?: boolean };
+
 /**
  * The environment the kubelet would give the Deployment's container: `envFrom` (the rendered
- * ConfigMap; Secrets as stored in the API server), then `env` (values, Secret keys, the
- * downward API), later entries winning as in Kubernetes.
+ * ConfigMap; Secrets as stored in the API server, or as rendered), then `env` (values, Secret
+ * keys, the downward API), later entries winning as in Kubernetes. Its ConfigMap volumes are
+ * written under `filesDir` as the kubelet would mount them, and a value naming a file in such a
+ * mount (OPERON_STEP_POD_CONFIG=/etc/operon/steps.json) names that copy: the only change
+ * being out of cluster needs.
  */
-async function podEnvironment(d: Deployment, podName: string): Promise<Record<string, string>> {
+async function podEnvironment(d: Deployment, podName: string, filesDir: string, from: Rendering = { docs: install.docs, namespace: NS, secrets: "cluster" }): Promise<Record<string, string>> {
   const c = mainContainer(d);
   const out: Record<string, string> = {};
-  for (const from of c.envFrom ?? []) {
-    if (from.configMapRef) {
-      const cm = ofKind<K8sObject & { data: Record<string, string> }>(install.docs, "ConfigMap").find((x) => x.metadata.name === from.configMapRef?.name);
-      if (!cm) throw new Error(`${d.metadata.name}: ConfigMap ${from.configMapRef.name} is not rendered`);
-      Object.assign(out, cm.data);
-    } else if (from.secretRef) {
-      Object.assign(out, await readSecret(from.secretRef.name));
+  for (const e of c.envFrom ?? []) {
+    if (e.configMapRef) {
+      Object.assign(out, configMap(from.docs, e.configMapRef.name).data);
+    } else if (e.secretRef) {
+      Object.assign(out, await secretOf(e.secretRef.name, from));
     } else {
-      throw new Error(`${d.metadata.name}: unsupported envFrom ${JSON.stringify(from)}`);
+      throw new Error(`${d.metadata.name}: unsupported envFrom ${JSON.stringify(e)}`);
     }
   }
   for (const e of c.env ?? []) {
     if (e.value !== undefined) out[e.name] = e.value;
     else if (e.valueFrom?.secretKeyRef) {
       const { name, key } = e.valueFrom.secretKeyRef;
-      const value = (await readSecret(name))[key];
+      const value = (await secretOf(name, from))[key];
       if (value === undefined) throw new Error(`${d.metadata.name}: Secret ${name} has no key ${key}`);
       out[e.name] = value;
     } else if (e.valueFrom?.fieldRef?.fieldPath === "metadata.name") out[e.name] = podName;
-    else if (e.valueFrom?.fieldRef?.fieldPath === "metadata.namespace") out[e.name] = NS;
+    else if (e.valueFrom?.fieldRef?.fieldPath === "metadata.namespace") out[e.name] = from.namespace;
     else throw new Error(`${d.metadata.name}: unsupported env ${JSON.stringify(e)}`);
+  }
+  const volumes = (d.spec.template.spec.volumes ?? []) as Volume[];
+  for (const m of (c as Container & { volumeMounts?: Mount[] }).volumeMounts ?? []) {
+    const source = volumes.find((v) => v.name === m.name)?.configMap;
+    if (!source) continue;
+    const dir = join(filesDir, podName, m.mountPath);
+    await mkdir(dir, { recursive: true });
+    const data = configMap(from.docs, source.name).data;
+    for (const { key, path } of source.items ?? Object.keys(data).map((k) => ({ key: k, path: k }))) {
+      const text = data[key];
+      if (text === undefined) throw new Error(`${d.metadata.name}: ConfigMap ${source.name} has no key ${key}`);
+      await writeFile(join(dir, path), text);
+    }
+    for (const [k, v] of Object.entries(out)) if (v.startsWith(`${m.mountPath}/`)) out[k] = join(dir, v.slice(m.mountPath.length + 1));
   }
   return out;
 }
@@ -614,7 +848,7 @@ current-context: ${sa}
  */
 async function runDeployment(d: Deployment, podName: string): Promise<{ proc: Proc; env: Record<string, string>; renderedPort: boolean }> {
   const container = mainContainer(d);
-  const podEnv = await podEnvironment(d, podName);
+  const podEnv = await podEnvironment(d, podName, env.dir);
   const childEnv: Record<string, string> = { ...runtimeEnv(), ...podEnv, KUBECONFIG: await kubeconfigFor(d.spec.template.spec.serviceAccountName ?? "") };
   const renderedPort = await portFree(Number(podEnv.PORT), podEnv.HOST ?? "0.0.0.0");
   if (!renderedPort) {
@@ -646,6 +880,53 @@ async function operonCli(args: string[], childEnv: Record<string, string>): Prom
   if (r.code !== 0) throw new Error(`operon ${args.join(" ")} failed (exit ${r.code}): ${r.stderr}`);
   return r.stdout;
 }
+
+/** A command run to its end, killed (and failed) if it outlives `ms`. */
+function runToEnd(command: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd: string }, ms: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...opts, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => { stdout += c; });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => { stderr += c; });
+    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`${args.join(" ")} still running after ${ms} ms:\n${stdout}${stderr}`)); }, ms);
+    child.on("error", (err) => { clearTimeout(timer); reject(err); });
+    child.on("close", (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+  });
+}
+
+t.test("a first install with no values: the api-server and the operator stop at start naming s3.bucket, as their pod status shows", async (t) => {
+  for (const component of ["api-server", "operator"]) {
+    const d = deployment(noValues.docs, component);
+    const c = mainContainer(d) as Container & { terminationMessagePolicy?: string };
+    // The kubelet makes the end of the log the container's termination message (the last 80
+    // lines or 2048 bytes), shown in `kubectl describe pod` and .status.containerStatuses[].lastState.terminated.message.
+    t.equal(c.terminationMessagePolicy, "FallbackToLogsOnError", `${component}: its log becomes the termination message`);
+    const podEnv = await podEnvironment(d, `operon-${component}-first`, env.dir, { docs: noValues.docs, namespace: DRY_NS, secrets: "render" });
+    t.equal(podEnv.S3_BUCKET, undefined, `${component}: no bucket in its environment`);
+    const r = await runToEnd(process.execPath, [image.main, ...(c.args ?? [])], { env: { ...runtimeEnv(), ...podEnv }, cwd: image.app }, 60_000);
+    t.equal(r.code, 2, `${component}: exits 2 (invalid configuration)`);
+    t.equal(r.stdout, "", `${component}: nothing else in its log`);
+    t.equal(r.stderr, `operon ${component}: invalid configuration: S3_BUCKET: required when storage is S3 (cluster mode) — set the Helm value s3.bucket; `
+      + "and S3 credentials: s3.existingSecret, or s3.accessKeyId and s3.secretAccessKey, or the pods' cloud identity (serviceAccount.annotations)\n",
+    `${component}: one line naming the chart value`);
+    t.ok(Buffer.byteLength(r.stderr) <= 2048, `${component}: all of it fits in the termination message`);
+  }
+});
+
+t.test("core/helm-values.ts maps every variable the chart sets from a value, to a value values.yaml has", async (t) => {
+  const set = new Set<string>();
+  for (const { docs } of [allOn, existingSecrets]) {
+    for (const k of Object.keys(configMap(docs, "operon-config").data)) set.add(k);
+    for (const component of ["api-server", "operator"]) for (const e of mainContainer(deployment(docs, component)).env ?? []) set.add(e.name);
+    for (const secret of ofKind<K8sObject & { stringData?: Record<string, string> }>(docs, "Secret")) if (secret.metadata.name === "operon-s3") for (const k of Object.keys(secret.stringData ?? {})) set.add(k);
+  }
+  // Set by the chart whatever the values (nothing a user sets), or from the downward API.
+  const fixed = ["OPERON_MODE", "OPERON_CONFIG_SOURCE", "OPERON_STORAGE", "HOST", "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED", "OPERON_POD_NAME", "OPERON_NAMESPACE", "OPERON_LEADER_ELECTION"];
+  t.same([...set].filter((v) => !fixed.includes(v)).sort(), Object.keys(HELM_VALUE_OF).sort(), "the table has exactly the variables the chart sets from values");
+  const has = (path: string) => path.split(".").reduce<unknown>((o, k) => (o !== null && typeof o === "object" && k in o ? (o as Record<string, unknown>)[k] : undefined), chartValues) !== undefined;
+  for (const [variable, values] of Object.entries(HELM_VALUE_OF)) for (const v of values) t.ok(has(v), `${variable}: ${v} is a value of values.yaml`);
+});
 
 type Job = JobObject & { metadata: { name: string } };
 interface RunView { id: string; status: string; steps: Array<{ step_id: string; status: string }> }
@@ -736,12 +1017,12 @@ t.test("install: the api-server and the operator, with the rendered args and env
   const jobs = await jobsOf(runId);
   t.equal(jobs.length, 1, "one Job");
   const job = jobs[0];
-  const cm = ofKind<K8sObject & { data: Record<string, string> }>(install.docs, "ConfigMap")[0];
+  const cm = configMap(install.docs, "operon-config");
   t.equal(job?.metadata.annotations?.["operon.dev/created-by"], op.env.OPERON_POD_NAME, "created by the operator process (its downward-API pod name)");
   const template = (job?.spec as { template: { metadata: Meta; spec: PodSpec } } | undefined)?.template;
   const helper = template?.spec.containers[0];
-  t.equal(helper?.image, cm?.data.OPERON_IMAGE, "the step helpers run the chart's image");
-  t.same(helper?.envFrom, [{ secretRef: { name: cm?.data.OPERON_S3_CREDENTIALS_SECRET } }], "and read the chart's S3 Secret");
+  t.equal(helper?.image, cm.data.OPERON_IMAGE, "the step helpers run the chart's image");
+  t.same(helper?.envFrom, [{ secretRef: { name: cm.data.OPERON_S3_CREDENTIALS_SECRET } }], "and read the chart's S3 Secret");
   const pod = await env.kubectl(["create", "--dry-run=server", "-n", NS, "-f", "-"], {
     input: JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "step-pod-check", labels: template?.metadata.labels }, spec: template?.spec }),
   });

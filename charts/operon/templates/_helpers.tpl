@@ -24,6 +24,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "operon.apiName" -}}{{ include "operon.fullname" . }}-api{{- end -}}
 {{- define "operon.operatorName" -}}{{ include "operon.fullname" . }}-operator{{- end -}}
 {{- define "operon.configName" -}}{{ include "operon.fullname" . }}-config{{- end -}}
+{{- define "operon.stepsConfigName" -}}{{ include "operon.fullname" . }}-steps{{- end -}}
 
 {{- define "operon.s3SecretName" -}}
 {{- if .Values.s3.existingSecret -}}{{ .Values.s3.existingSecret }}{{- else if .Values.s3.accessKeyId -}}{{ include "operon.fullname" . }}-s3{{- end -}}
@@ -76,6 +77,23 @@ env:
     valueFrom:
       fieldRef:
         fieldPath: metadata.namespace
+  - name: OPERON_STEP_POD_CONFIG
+    value: /etc/operon/steps.json
+{{- end -}}
+
+{{/*
+The step-pod configuration (ConfigMap <fullname>-steps, key steps.json) as a read-only file at
+/etc/operon/steps.json, for the api-server and the operator: volume and mount.
+*/}}
+{{- define "operon.stepsVolume" -}}
+- name: steps
+  configMap:
+    name: {{ include "operon.stepsConfigName" . }}
+    items:
+      - { key: steps.json, path: steps.json }
+{{- end -}}
+{{- define "operon.stepsMount" -}}
+- { name: steps, mountPath: /etc/operon, readOnly: true }
 {{- end -}}
 
 {{/*
