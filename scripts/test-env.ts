@@ -1,34 +1,44 @@
 /**
- * `npm run test-env -- --dir DIR`: the tests' real control plane (etcd + kube-apiserver with
- * the CRDs from crds/) and S3 server (MinIO), kept running for manual work against them —
- * kubectl, the operator or the api-server in cluster mode — without a real cluster.
- * Writes DIR/kubeconfig and DIR/env (KEY=value lines to source), prints `ready`, and runs
- * until SIGINT/SIGTERM; then stops everything, removes the files it wrote and exits 0.
+ * `npm run test-env -- --dir DIR [--kwok-nodes N] [--apiserver-only]`: the tests' real control
+ * plane (etcd, kube-apiserver with the CRDs from crds/, kube-controller-manager, kube-scheduler
+ * and kwok, with N simulated nodes; or etcd and kube-apiserver alone) and S3 server (MinIO),
+ * kept running for manual work against them — kubectl, the operator or the api-server in
+ * cluster mode — without a real cluster (test/support/k8s-env.ts). Writes DIR/kubeconfig and
+ * DIR/env (KEY=value lines to source), prints `ready`, and runs until SIGINT/SIGTERM; then
+ * stops everything, removes the files it wrote and exits 0.
  */
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { startTestEnv } from "../test/support/k8s-env.js";
 import type { TestEnv } from "../test/support/k8s-env.js";
 
-const USAGE = "usage: npm run test-env -- --dir DIR   (writes DIR/kubeconfig and DIR/env, prints `ready`, runs until Ctrl-C)";
+const USAGE = "usage: npm run test-env -- --dir DIR [--kwok-nodes N] [--apiserver-only]   (writes DIR/kubeconfig and DIR/env, prints `ready`, runs until Ctrl-C)";
 
-function parseDir(argv: string[]): string | undefined {
+interface Args { dir: string; kwokNodes: number; apiserverOnly: boolean }
+
+function parseArgs(argv: string[]): Args | undefined {
   let dir: string | undefined;
+  let kwokNodes = 0;
+  let apiserverOnly = false;
+  const value = (i: number) => (argv[i + 1] !== undefined && !argv[i + 1]?.startsWith("--") ? argv[i + 1] : undefined);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
-    if (arg === "--dir" && argv[i + 1] !== undefined && !argv[i + 1]?.startsWith("--")) dir = argv[++i];
+    if (arg === "--dir" && value(i) !== undefined) dir = argv[++i];
     else if (arg.startsWith("--dir=") && arg.length > "--dir=".length) dir = arg.slice("--dir=".length);
+    else if (arg === "--kwok-nodes" && /^\d{1,3}$/.test(value(i) ?? "")) kwokNodes = Number(argv[++i]);
+    else if (arg === "--apiserver-only") apiserverOnly = true;
     else return undefined;
   }
-  return dir;
+  if (!dir || (apiserverOnly && kwokNodes > 0)) return undefined;
+  return { dir, kwokNodes, apiserverOnly };
 }
 
-const dirArg = parseDir(process.argv.slice(2));
-if (!dirArg) {
+const args = parseArgs(process.argv.slice(2));
+if (!args) {
   process.stderr.write(`${USAGE}\n`);
   process.exit(2);
 }
-const outDir = resolve(dirArg);
+const outDir = resolve(args.dir);
 const kubeconfigOut = join(outDir, "kubeconfig");
 const envOut = join(outDir, "env");
 
@@ -62,7 +72,7 @@ process.on("SIGHUP", onSignal);
 
 try {
   const started = Date.now();
-  env = await startTestEnv();
+  env = await startTestEnv({ controlPlane: args.apiserverOnly ? "apiserver" : "full", kwokNodes: args.kwokNodes });
   if (stopRequested) await shutdown(0);
   await mkdir(outDir, { recursive: true });
   await writeFile(kubeconfigOut, env.kubeconfig, { mode: 0o600 });
@@ -70,7 +80,7 @@ try {
   const vars: Record<string, string> = { ...env.env, KUBECONFIG: kubeconfigOut };
   const lines = [...keys, "KUBECONFIG"].map((k) => `${k}=${vars[k] ?? ""}`);
   await writeFile(envOut, `${lines.join("\n")}\n`, { mode: 0o600 });
-  process.stderr.write(`test-env: apiserver ${env.server}, S3 ${env.s3?.endpoint ?? "-"}, started in ${((Date.now() - started) / 1000).toFixed(1)} s\n`
+  process.stderr.write(`test-env: apiserver ${env.server} (${env.controlPlane === "full" ? `with controller manager, scheduler and kwok, ${args.kwokNodes} kwok nodes` : "alone"}), S3 ${env.s3?.endpoint ?? "-"}, started in ${((Date.now() - started) / 1000).toFixed(1)} s\n`
     + `test-env: export $(cat ${envOut})   # or: kubectl --kubeconfig ${kubeconfigOut} get crds\n`);
   process.stdout.write("ready\n");
   if (stopRequested) await shutdown(0);

@@ -84,6 +84,8 @@ const LOG_DEADLINE_MS = 60_000;
 /** A failed write of the watch side is tried again after this, doubling up to the maximum. */
 const RETRY_MS = 1000;
 const RETRY_MAX_MS = 60_000;
+/** How long past a Job's activeDeadlineSeconds the Job controller has to fail it before the operator stops it itself. */
+const DEADLINE_GRACE_MS = 10_000;
 
 export interface KubeJobExecutor extends StepExecutor {
   start(): Promise<void>;
@@ -501,7 +503,14 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     async kill(runId, stepId, reason) {
       engineStarted();
       const a = latestByStep(runId).get(stepId);
-      if (!a || !jobActive(a.job)) return;
+      // An outcome already decided (SuccessCriteriaMet, FailureTarget) is not overwritten by a stop.
+      if (!a || jobEnded(a.job)) return;
+      // The Job controller enforces the step's timeout (activeDeadlineSeconds) and says so
+      // (DeadlineExceeded): the operator's own timer races it, so it stops the Job only as a
+      // backstop, once the deadline is DEADLINE_GRACE_MS past (the reconciler asks again).
+      const startedAt = a.job.status?.startTime ? Date.parse(a.job.status.startTime) : undefined;
+      const deadline = a.job.spec?.activeDeadlineSeconds;
+      if (reason === "timeout" && startedAt !== undefined && deadline !== undefined && clock.now() < startedAt + deadline * 1000 + DEADLINE_GRACE_MS) return;
       await stopJob(a.h, a.job, reason);
     },
 

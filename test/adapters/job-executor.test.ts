@@ -1,45 +1,64 @@
 /**
- * The Kubernetes Job executor against a real kube-apiserver (no kubelet: the test records
- * pods and Job states as the kubelet and the Job controller would, and a fake node's kubelet
- * serves the containers' logs through `pods/log`). `observe(run)`, the reconciler's read path,
- * has no side effects: across many calls, for a run whose Job ended (its log not copied yet)
- * and one whose pod cannot pull its image (its Job not stopped yet), it sends no write to the
- * API server and none to object storage. Those writes happen on the watch side, once: the Job
- * is stopped and the log copied when the informers report the change (or, at start-up, once
- * the engine runs), the last step's log too although its run finishes at once; nothing is
- * written or kept for the Jobs of runs that had finished before start-up, and what is kept
- * for a run goes with it (or with its Job).
+ * The Kubernetes Job executor on the real control plane: the Job controller creates each
+ * Job's pod, the scheduler binds it to the test kubelet's node (test/support/pod-runner.ts),
+ * which runs it for real — `operon stage-in` and `stage-out` from this repository with a local
+ * object store, the tool a shell printing its log and writing its output — and serves the
+ * containers' logs through `pods/log`; the Job controller writes the Jobs' conditions. A tool
+ * image under `registry.invalid/` cannot be pulled (the kubelet's registry answer, set by this
+ * test): that pod waits ImagePullBackOff. `observe(run)`, the reconciler's read path, has no
+ * side effects: across many calls, for a run whose Job ended (its log not copied yet) and one
+ * whose pod cannot pull its image (its Job not stopped yet), it sends no write to the API
+ * server and none to object storage. Those writes happen on the watch side, once: the Job is
+ * stopped and the log copied when the informers report the change (or, at start-up, once the
+ * engine runs), the last step's log too although its run finishes at once; nothing is written
+ * or kept for the Jobs of runs that had finished before start-up, and what is kept for a run
+ * goes with it (or with its Job).
  */
 import t, { type Test as Tap } from "tap";
 import { AsyncLocalStorage } from "node:async_hooks";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { createJobExecutor, type KubeJobExecutor } from "../../adapters/kubernetes/job-executor.js";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
-import { buildJob, jobActive, type JobObject } from "../../core/kubernetes/jobs.js";
+import { buildJob, jobActive, type JobObject, type PodObject } from "../../core/kubernetes/jobs.js";
 import { ANNOTATION } from "../../core/kubernetes/pipelinerun.js";
 import type { ObjectStore, ObservedStepState, StepTask } from "../../core/ports.js";
 import { defaultCatalogue } from "../../core/tools/index.js";
-import { completeJob } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { startNode } from "../support/pod-runner.js";
 import { sleep, until } from "../support/wait.js";
 
 const NS = "job-executor";
 const IMAGE = "operon:test";
+const repo = fileURLToPath(new URL("../..", import.meta.url));
 const env = await startTestEnv({ minio: false });
 t.teardown(() => env.stop());
 await env.createNamespace(NS);
-/** The test's own client: what it writes (as kubelet, Job controller, earlier leader) is not counted. */
+/** The test's own client: what it writes (as an earlier leader) is not counted. */
 const admin = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: NS });
 t.teardown(() => admin.close());
-const node = await startNode(admin);
-t.teardown(() => node.stop());
+// The object store: a local one, shared by the executors (in this process) and the step pods' helpers (uid 1000).
 const root = mkdtempSync(join(tmpdir(), "operon-job-executor-"));
+chmodSync(root, 0o777);
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
 const base = createLocalObjectStore({ root, publicUrl: "http://localhost", signingSecret: "s".repeat(40) });
+const storageEnv = { OPERON_MODE: "cluster", OPERON_STORAGE: "local", OPERON_DATA_DIR: root };
+// The operon image's entry point: this repository's CLI, run by a copy of this Node.js that the
+// pods' user (uid 1000) can run wherever this one lives (e.g. under root's home).
+const bin = mkdtempSync(join(tmpdir(), "operon-job-executor-bin-"));
+chmodSync(bin, 0o755);
+copyFileSync(process.execPath, join(bin, "node"));
+chmodSync(join(bin, "node"), 0o755);
+t.teardown(() => rmSync(bin, { recursive: true, force: true }));
+const node = await startNode(admin, {
+  operonImage: IMAGE,
+  operon: [join(bin, "node"), "--import", import.meta.resolve("tsx"), join(repo, "cli/main.ts")],
+  pullImage: (image) => (image.startsWith("registry.invalid/") ? { message: `failed to resolve reference "${image}": not found` } : undefined),
+});
+t.teardown(() => node.stop());
 
 /** Set while observe() runs: every write made in its async context (also one it leaves running) is its. */
 const inObserve = new AsyncLocalStorage<true>();
@@ -71,52 +90,39 @@ const store: ObjectStore = {
 const errors: string[] = [];
 /** An executor for one subtest (stopped at its end: two would both act on the same Jobs). */
 function executor(t: Tap, client: KubeClient, runFinished: (id: string) => boolean): KubeJobExecutor {
-  const ex = createJobExecutor({ client, namespace: NS, store, template: { image: IMAGE, storageEnv: {} }, runFinished, onError: (e) => errors.push(String(e)) });
+  const ex = createJobExecutor({ client, namespace: NS, store, template: { image: IMAGE, storageEnv }, runFinished, onError: (e) => errors.push(String(e)) });
   t.teardown(() => ex.stop());
   return ex;
 }
 
-type Job = JobObject & { metadata: { name: string }; spec?: { template?: { metadata?: { labels?: Record<string, string> } } } };
+type Job = JobObject & { metadata: { name: string } };
 const samtools = defaultCatalogue.get("samtools");
 if (!samtools) throw new Error("no samtools in the catalogue");
 const runRoot = (runId: string) => `orgs/acme/workspaces/ws1/pipelines/${runId}/`;
+const TOOL_LOG = (runId: string) => `samtools depth of ${runId}\nline 2\n`;
+/** A run's step: the tool prints TOOL_LOG and writes its output a.tsv; a `pull` run's tool image cannot be pulled. */
 const task = (runId: string): StepTask => ({
   runId, organization: "acme", stepId: "a", attempt: 1, toolName: "samtools",
-  invocation: { argv: ["samtools", "depth", "in.bam"], stdout: "a.tsv", inputs: [], outputs: [{ path: "a.tsv", secondary: [] }], mkdirs: [] },
+  invocation: { argv: ["sh", "-c", 'printf "samtools depth of %s\\nline 2\\n" "$1"; printf "chr1\\t1\\t3\\n" > a.tsv', "tool", runId], inputs: [], outputs: [{ path: "a.tsv", secondary: [] }], mkdirs: [] },
   workspaceRoot: "orgs/acme/workspaces/ws1/", runRoot: runRoot(runId), timeoutMs: 600_000,
+  ...(runId.includes("pull") ? { pod: { image: "registry.invalid/samtools:gone", resources: { requests: { cpu: "100m", memory: "64Mi" }, limits: { memory: "256Mi" } } } } : {}),
 });
 const jobPath = (name: string) => `${paths.jobs(NS)}/${encodeURIComponent(name)}`;
 const readJob = (name: string) => admin.request<Job>("GET", jobPath(name));
 /** The Job as an earlier leader created it (buildJob, as submit does). */
 async function createJob(runId: string): Promise<Job> {
-  return admin.request<Job>("POST", paths.jobs(NS), { body: buildJob(task(runId), { namespace: NS, image: IMAGE, toolImage: samtools?.image ?? "", storageEnv: {} }) });
+  return admin.request<Job>("POST", paths.jobs(NS), { body: buildJob(task(runId), { namespace: NS, image: IMAGE, toolImage: samtools?.image ?? "", storageEnv }) });
 }
 async function jobOf(ex: KubeJobExecutor, runId: string): Promise<Job> {
   return until(`${runId}'s Job in the executor's cache`, () => ex.jobsOfRun(runId)[0]);
 }
-
-const TOOL_LOG = (runId: string) => `samtools depth of ${runId}\nline 2\n`;
-/**
- * The pod the kubelet would report for the Job: `ended` — the tool ran (its log on the node)
- * and stage-out reported the outputs; `pull` — the tool's image cannot be pulled.
- */
-async function recordPod(job: Job, kind: "ended" | "pull"): Promise<string> {
-  const full = await readJob(job.metadata.name);
-  const name = `${job.metadata.name}-${kind}`;
-  const labels = { ...(full.spec?.template?.metadata?.labels ?? {}), "job-name": job.metadata.name, "batch.kubernetes.io/job-name": job.metadata.name };
-  await admin.request("POST", paths.pods(NS), {
-    body: { apiVersion: "v1", kind: "Pod", metadata: { name, labels }, spec: { nodeName: node.name, restartPolicy: "Never", initContainers: [{ name: "stage-in", image: IMAGE }, { name: "tool", image: samtools?.image }], containers: [{ name: "stage-out", image: IMAGE }] } },
-  });
-  const done = (exitCode: number, message?: string) => ({ terminated: { exitCode, reason: "Completed", ...(message ? { message } : {}) } });
-  const rr = job.metadata.annotations?.[ANNOTATION.runRoot] ?? "";
-  const report = JSON.stringify({ outputs: [{ filename: "a.tsv", position: 0, key: `${rr}a.tsv`, size: 4, sha256: "a".repeat(64) }] });
-  const status = kind === "ended"
-    ? { phase: "Succeeded", initContainerStatuses: [{ name: "stage-in", image: IMAGE, imageID: "", ready: false, restartCount: 0, state: done(0) }, { name: "tool", image: samtools?.image, imageID: "", ready: false, restartCount: 0, state: done(0) }], containerStatuses: [{ name: "stage-out", image: IMAGE, imageID: "", ready: false, restartCount: 0, state: done(0, report) }] }
-    : { phase: "Pending", initContainerStatuses: [{ name: "stage-in", image: IMAGE, imageID: "", ready: true, restartCount: 0, state: done(0) }, { name: "tool", image: samtools?.image, imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ImagePullBackOff", message: `Back-off pulling image "${samtools?.image}"` } } }] };
-  await admin.request("PATCH", `${paths.pods(NS)}/${name}/status`, { patch: "merge", body: { status } });
-  if (kind === "ended") node.logs.set(`${NS}/${name}/tool`, TOOL_LOG(job.metadata.annotations?.[ANNOTATION.runId] ?? ""));
-  return name;
+/** The Job's pod (the Job controller's), once there. */
+async function podOf(job: Job): Promise<string> {
+  return until(`${job.metadata.name}'s pod`, async () => (await admin.request<{ items: PodObject[] }>("GET", paths.pods(NS), { query: { labelSelector: `job-name=${job.metadata.name}` } })).items[0]?.metadata.name);
 }
+const pulling = (p: PodObject | undefined) => p?.status?.initContainerStatuses?.some((c) => c.name === "tool" && c.state?.waiting?.reason === "ImagePullBackOff") ?? false;
+/** The Job has ended (the Job controller says Complete). */
+const complete = (name: string) => until(`${name} Complete`, async () => (await readJob(name)).status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") || undefined, 120_000);
 
 async function text(key: string): Promise<string | undefined> {
   if (!(await base.head(key))) return undefined;
@@ -141,14 +147,13 @@ t.test("observe writes nothing; the watch side stops the Job and copies the log 
   // Jobs of an earlier leader: one ended (its log not copied yet), one whose image cannot be pulled (not stopped yet).
   const ended = await createJob("run-ended");
   const pull = await createJob("run-pull");
-  const endedPod = await recordPod(ended, "ended");
-  await completeJob(admin, NS, ended);
-  await recordPod(pull, "pull");
-  await until("the Jobs and pods, as recorded, in the executor's caches", () => {
+  await complete(ended.metadata.name);
+  const endedPod = await podOf(ended);
+  const pullPod = await podOf(pull);
+  await until("the Jobs and pods, as the kubelet and the Job controller left them, in the executor's caches", () => {
     const e = ex.jobs.get(ended.metadata.name);
-    const waiting = ex.pods.get(`${pull.metadata.name}-pull`)?.status?.initContainerStatuses?.some((c) => c.state?.waiting?.reason === "ImagePullBackOff");
-    return ex.pods.get(endedPod)?.status?.phase === "Succeeded" && waiting && e && !jobActive(e);
-  });
+    return ex.pods.get(endedPod)?.status?.phase === "Succeeded" && pulling(ex.pods.get(pullPod)) && e && !jobActive(e);
+  }, 120_000);
 
   // The engine has not started yet (its run store may not have synced): the watch side waits.
   const apiBefore = client.writes();
@@ -175,6 +180,7 @@ t.test("observe writes nothing; the watch side stops the Job and copies the log 
   t.match(stopped.metadata.annotations?.[ANNOTATION.stoppedMessage], /cannot start: ImagePullBackOff/, "with the pod's reason");
   t.equal((stopped.spec as { suspend?: boolean } | undefined)?.suspend, true, "and suspended");
   t.equal(await until("the log copied", () => text(logKey("run-ended"))), TOOL_LOG("run-ended"), "the tool's log, read through pods/log, is in the run folder");
+  t.ok(node.requests.includes(`/containerLogs/${NS}/${endedPod}/tool`), "from the kubelet of the pod's node");
   for (let i = 0; i < 20; i++) await Promise.all([stepA(ex, "run-ended"), stepA(ex, "run-pull")]);
   await sleep(300);
   t.same(apiWrites.map((w) => w.what), [`PATCH ${jobPath(pull.metadata.name)}`], "one write to the API: the stop");
@@ -210,12 +216,8 @@ t.test("while observe is polled all along, the watch stops and copies as changes
   })();
   for (const id of runs) await ex.submit(task(id));
   const pull = await jobOf(ex, "run-live-pull");
-  const last = await jobOf(ex, "run-last");
-  await recordPod(pull, "pull");
-  await until("the Job stopped", async () => (await readJob(pull.metadata.name)).metadata.annotations?.[ANNOTATION.stopped]);
-  await recordPod(last, "ended");
-  await completeJob(admin, NS, last);
-  t.equal(await until("the last step's log copied", () => text(logKey("run-last"))), TOOL_LOG("run-last"), "the last step's log is copied");
+  await until("the Job stopped", async () => (await readJob(pull.metadata.name)).metadata.annotations?.[ANNOTATION.stopped], 120_000);
+  t.equal(await until("the last step's log copied", () => text(logKey("run-last")), 120_000), TOOL_LOG("run-last"), "the last step's log is copied");
   t.ok(finishedRuns.has("run-last"), "although its run finished (and was forgotten) right after the Job ended");
   await sleep(500);
   polling = false;
@@ -235,8 +237,7 @@ t.test("start-up: nothing is written or kept for the Jobs of finished runs; an u
   storeWrites.length = 0;
   // A run whose last step ended while no operator ran.
   const offline = await createJob("run-offline");
-  await recordPod(offline, "ended");
-  await completeJob(admin, NS, offline);
+  await complete(offline.metadata.name);
   await base.delete(logKey("run-ended")); // were it copied again, it would be back
   // As the operator's: until the run store has synced, no run is known to have finished.
   let synced = false;
@@ -256,7 +257,7 @@ t.test("start-up: nothing is written or kept for the Jobs of finished runs; an u
   t.same(ex.jobsOfRun("run-ended"), [], "a finished run's Jobs are not indexed");
   const o = await stepA(ex, "run-offline");
   t.equal(o?.phase, "completed");
-  // (Background, as the janitor deletes: the default for Jobs orphans the pods, with a finalizer no garbage collector removes here.)
+  // (Background, as the janitor deletes: the garbage collector then deletes its pod.)
   await admin.request("DELETE", jobPath(offline.metadata.name), { body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" } });
   const sizes = await until("the deleted Job's handle dropped", () => (allZero(ex.cacheSizes()) ? ex.cacheSizes() : undefined)).catch(() => ex.cacheSizes());
   t.ok(allZero(sizes), `nothing kept once the Job is deleted: ${JSON.stringify(sizes)}`);

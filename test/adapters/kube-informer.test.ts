@@ -14,7 +14,8 @@ import { LeaderElector } from "../../adapters/kubernetes/leader.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { sleep, until } from "../support/wait.js";
 
-const env = await startTestEnv({ minio: false });
+// No Jobs or pods here: the API server alone (no controllers, scheduler or kwok) starts faster.
+const env = await startTestEnv({ minio: false, controlPlane: "apiserver" });
 t.teardown(() => env.stop());
 const NS = "inf";
 await env.createNamespace(NS);

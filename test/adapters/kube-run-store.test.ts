@@ -9,7 +9,8 @@ import { createKubeRunStore } from "../../adapters/kubernetes/run-store.js";
 import type { RunRecord } from "../../core/ports.js";
 import { startTestEnv } from "../support/k8s-env.js";
 
-const env = await startTestEnv({ minio: false });
+// No Jobs or pods here: the API server alone (no controllers, scheduler or kwok) starts faster.
+const env = await startTestEnv({ minio: false, controlPlane: "apiserver" });
 t.teardown(() => env.stop());
 const NS = "runs";
 await env.createNamespace(NS);

@@ -1,10 +1,14 @@
 /**
- * Cluster mode against a real control plane (etcd + kube-apiserver) and a real S3 server:
- * the api-server creates PipelineRuns through its HTTP API, the operator turns them into
- * Jobs, and the test plays the kubelet by patching Job status (as envtest users do). Checks
- * dependsOn order, the per-organization limit across organizations, cancellation, failures
- * with clear reasons (an image that cannot start, a malformed PipelineRun applied with
- * kubectl), the printer columns through the real kubectl, and run.json in S3.
+ * Cluster mode against a real control plane (etcd, kube-apiserver, the real Job controller,
+ * garbage collector and scheduler, kwok nodes) and a real S3 server: the api-server creates
+ * PipelineRuns through its HTTP API, the operator turns them into Jobs, the Job controller
+ * creates their pods and writes their conditions, kwok runs the pods, and the stage-out
+ * stand-in (test/support/job-sim.ts) uploads each step's outputs — or fails or holds a pod
+ * when a test says so. Checks dependsOn order, the per-organization limit across
+ * organizations (counted from the Jobs the Job controller has not finished), cancellation,
+ * failures with clear reasons (a tool that exits non-zero, an image that cannot start, a
+ * malformed PipelineRun applied with kubectl), the printer columns through the real kubectl,
+ * and run.json in S3.
  */
 import t from "tap";
 import type { FastifyInstance } from "fastify";
@@ -18,19 +22,23 @@ import { ServiceStore } from "../../engine/service-store.js";
 import { startOperator, type Operator } from "../../operator/cluster.js";
 import { createClusterEngine } from "../../engine/runtime.js";
 import { stepStartCounts } from "../support/metrics.js";
-import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
+import { createKubeClient, isNotFound, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
-import { completeJob, failJob, startJobSimulator } from "../support/job-sim.js";
+import { Informer } from "../../adapters/kubernetes/informer.js";
+import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { record } from "../support/recorder.js";
-import { sleep, until } from "../support/wait.js";
+import { until } from "../support/wait.js";
 
 const NS = "operon";
-const env = await startTestEnv();
+const env = await startTestEnv({ kwokNodes: 2 });
 t.teardown(() => env.stop());
 await env.createNamespace(NS);
 
-const parsed = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: NS, OPERON_SIGNING_SECRET: "s".repeat(40), PORT: "0", OPERON_LEASE_DURATION_SECONDS: "3", OPERON_ORG_CONCURRENCY: "5" });
+const parsed = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: NS, OPERON_SIGNING_SECRET: "s".repeat(40), PORT: "0", OPERON_ORG_CONCURRENCY: "5" });
+// (The Lease's default duration, 15 s: one replica takes a free Lease at once, and a 2 s renew
+// deadline would be missed now and then on a busy machine, giving the operator a new engine —
+// new metrics — mid-test.)
 if (!parsed.ok) throw new Error(parsed.message);
 const config: Config = parsed.config;
 const store: ObjectStore = await createStore(config, "");
@@ -42,6 +50,34 @@ const jobsSeen = await record<JobObject & { metadata: { name: string } }>(client
 t.teardown(() => jobsSeen.stop());
 const logs: string[] = [];
 const log = (s: string) => { logs.push(s); };
+
+type Job = JobObject & { metadata: { name: string } };
+/**
+ * How each step pod ends, by its Job's name; a pod with no verdict (yet) is held, Pending, as
+ * a step still running: a test ends its steps one by one with `finish`, or lets a run's
+ * steps through at once with `autoFinish`.
+ */
+const verdicts = new Map<string, StageOutDecision>();
+const autoRuns = new Set<string>();
+const stageOut = await startStageOut({
+  client, namespace: NS, store,
+  decide: (_pod, job) => verdicts.get(job.metadata.name) ?? (autoRuns.has(job.metadata.labels?.["operon.dev/run"] ?? "") ? { action: "succeed" } : { action: "hold" }),
+  onError: (e) => log(`stage-out: ${String(e)}`),
+});
+t.teardown(() => stageOut.stop());
+const jobOfPod = (p: { metadata: { labels?: Record<string, string> } }) => p.metadata.labels?.["batch.kubernetes.io/job-name"] ?? p.metadata.labels?.["job-name"];
+/** The step's pod ends as `d` says (default: its outputs uploaded, then Succeeded), now or once it is created. */
+function finish(job: Job, d: StageOutDecision = { action: "succeed" }): void {
+  verdicts.set(job.metadata.name, d);
+  stageOut.release((p) => jobOfPod(p) === job.metadata.name);
+}
+/** Every step pod of these runs succeeds, those held now and those to come. */
+function autoFinish(runIds: string[]): void {
+  for (const id of runIds) autoRuns.add(id);
+  stageOut.release((p) => runIds.includes(p.metadata.labels?.["operon.dev/run"] ?? ""));
+}
+/** The Job's pod is running (held by the stage-out stand-in): the Job controller and the scheduler did their part. */
+const podHeld = (job: Job) => until(`${job.metadata.name}'s pod running`, () => stageOut.held().find((name) => name.startsWith(`${job.metadata.name}-`)));
 
 const operator: Operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log, listen: false, identity: "op-test" });
 /** The operator's engine, once it leads (it campaigns for the Lease in the background). */
@@ -65,8 +101,6 @@ async function org(name: string): Promise<Record<string, string>> {
   return { authorization: `Bearer ${keys.get(name)}` };
 }
 
-
-type Job = JobObject & { metadata: { name: string } };
 async function jobsOf(runId: string): Promise<Job[]> {
   const list = await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${runId}` } });
   return list.items;
@@ -106,9 +140,13 @@ t.test("Jobs appear in dependsOn order, and only then; the run completes with ru
   t.equal(a.metadata.labels?.["operon.dev/org"], "acme");
   t.equal(a.metadata.labels?.["operon.dev/run"], run.id);
   t.equal(a.metadata.ownerReferences?.[0]?.name, run.id, "owned by the PipelineRun");
-  t.equal((a.spec as { backoffLimit?: number }).backoffLimit, 0);
-  await sleep(500);
-  t.same((await jobsOf(run.id)).map(stepOf), ["a"], "b and c wait for a");
+  const aSpec = a.spec as { backoffLimit?: number; podFailurePolicy?: { rules: Array<{ action: string }> }; template: { spec: { initContainers: Array<{ name: string; resources?: { requests?: Record<string, string> } }> } } };
+  t.equal(aSpec.backoffLimit, 0);
+  t.same(aSpec.podFailurePolicy?.rules.map((r) => r.action), ["Ignore", "FailJob"], "disruptions are retried, a tool's own failure fails the Job");
+  t.ok(aSpec.template.spec.initContainers.find((c) => c.name === "tool")?.resources?.requests?.cpu, "the tool container requests CPU (the scheduler places it by that)");
+  const aPod = await podHeld(a);
+  t.ok(aPod, "the Job controller created a's pod and the scheduler bound it to a node");
+  t.same((await jobsOf(run.id)).map(stepOf), ["a"], "b and c wait for a, which runs");
 
   // Live status through the real kubectl, with the printer columns.
   const get = await env.kubectl(["get", "pipelineruns", "-n", NS, run.id]);
@@ -122,22 +160,27 @@ t.test("Jobs appear in dependsOn order, and only then; the run completes with ru
   t.match(cat.stdout, run.id, "category operon");
 
   const beforeComplete = Date.now();
-  await completeJob(client, NS, a, store);
+  finish(a);
   const second = await until("jobs b and c", async () => { const j = await jobsOf(run.id); return j.length === 3 ? j : undefined; });
   const seenA = (await operator.executor()?.observe(run.id))?.get("a");
   t.equal(seenA?.phase, "completed");
   t.ok((seenA?.endSeenAt ?? 0) >= beforeComplete && (seenA?.endSeenAt ?? Infinity) <= Date.now(), "the executor notes when it saw the Job end (its own clock, in ms)");
   t.same(second.map(stepOf).sort(), ["a", "b", "c"]);
-  await sleep(300);
-  t.equal((await jobsOf(run.id)).length, 3, "d waits for b and c");
-  await completeJob(client, NS, second.find((j) => stepOf(j) === "b") as Job, store);
-  await sleep(500);
+  // The Job controller's own order: SuccessCriteriaMet, then Complete once the pod is gone.
+  const aDone = await until("a's Job Complete", () => jobsSeen.history(a.metadata.name).find((j) => j.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True")));
+  t.same(aDone.status?.conditions?.map((c) => c.type), ["SuccessCriteriaMet", "Complete"], "the Job controller wrote SuccessCriteriaMet, then Complete");
+  t.equal((aDone.status as { succeeded?: number }).succeeded, 1, "from its one pod that succeeded");
+  const b = second.find((j) => stepOf(j) === "b") as Job;
+  const c = second.find((j) => stepOf(j) === "c") as Job;
+  await Promise.all([podHeld(b), podHeld(c)]);
+  t.equal((await jobsOf(run.id)).length, 3, "d waits for b and c (both running)");
+  finish(b);
+  const mid = await until("b completed", async () => { const r = await getRun(h, run.id); return r.steps[1]?.status === "completed" ? r : undefined; });
   t.notOk((await jobsOf(run.id)).some((j) => stepOf(j) === "d"), "d still waits for c");
-  const mid = await getRun(h, run.id);
   t.same(mid.steps.map((s) => s.status), ["completed", "completed", "running", "pending"]);
-  await completeJob(client, NS, second.find((j) => stepOf(j) === "c") as Job, store);
+  finish(c);
   const d = await until("job d", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "d"));
-  await completeJob(client, NS, d, store);
+  finish(d);
   const done = await until("run completed", async () => { const r = await getRun(h, run.id); return r.status === "completed" ? r : undefined; });
   t.same(done.steps.map((s) => s.status), ["completed", "completed", "completed", "completed"]);
   t.equal((await jobsOf(run.id)).length, 4, "one Job per step, none twice");
@@ -173,15 +216,21 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
   const orgs = ["org-a", "org-b", "org-c"];
   const hs = await Promise.all(orgs.map(org));
   const counts0 = await stepStartCounts((await operatorEngine()).metrics);
-  // Jobs are held (not completed) until every organization is saturated, then released.
-  const sim = await startJobSimulator({ client, namespace: NS, store, paused: true, onError: (e) => log(`sim: ${String(e)}`) });
+  // Pods are held (their steps run) until every organization is saturated, then released.
+  // Active = a Job the Job controller has not ended (no SuccessCriteriaMet/FailureTarget yet)
+  // or that still counts a pod as active. (Between SuccessCriteriaMet and Complete the Job's
+  // pod has succeeded and nothing runs: the operator reuses the slot then, core/kubernetes/jobs.ts.)
+  const active = await trackActiveJobs(orgs);
+  t.teardown(() => active.stop());
   // Per organization: 3 runs of 3 independent steps = 9 ready steps for 5 slots.
   const wide = { id: "wide", inputs: [{ name: "bam", type: "file" }], steps: [step("x", "${bam}"), step("y", "${bam}"), step("z", "${bam}")] };
   const runs: Array<{ h: Record<string, string>; id: string }> = [];
   for (let i = 0; i < 3; i++) for (const h of hs) runs.push({ h, id: (await submit(h, wide)).id });
-  await until("every organization at its limit", () => orgs.every((o) => sim.activeNow(o) >= 5));
-  await sleep(700); // time for an over-admission to show, if there were one
-  for (const o of orgs) t.equal(sim.activeNow(o), 5, `${o}: 5 Jobs active while 9 steps are ready`);
+  const runIds = runs.map((r) => r.id);
+  const runOrg = new Map(runs.map((r, i) => [r.id, orgs[i % 3] as string]));
+  // Every org's 5 pods created by the Job controller and running: an over-admission would show by now.
+  await until("5 running pods per organization", () => orgs.every((o) => stageOut.held().filter((p) => runOrg.get(runIds.find((id) => p.startsWith(`${id}-`)) ?? "") === o).length >= 5), 60_000);
+  for (const o of orgs) t.equal(active.now(o), 5, `${o}: 5 Jobs active while 9 steps are ready`);
   // While saturated, a waiting step says why and where it is in the queue.
   const waiting = await until("a waiting step", async () => {
     for (const r of runs) {
@@ -192,11 +241,11 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
   });
   t.equal(waiting.waiting_reason, "OrgConcurrencyLimit");
   t.ok((waiting.queue_position ?? 0) >= 1, "with a queue position");
-  sim.resume();
-  for (const r of runs) await until(`run ${r.id}`, async () => ((await getRun(r.h, r.id)).status === "completed" ? true : undefined), 60_000);
-  await sim.stop();
+  autoFinish(runIds);
+  for (const r of runs) await until(`run ${r.id}`, async () => ((await getRun(r.h, r.id)).status === "completed" ? true : undefined), 90_000);
   for (const o of orgs) {
-    t.equal(sim.maxActivePerOrg.get(o), 5, `${o}: never more than 5 Jobs active at once, from start to drain`);
+    t.equal(active.max(o), 5, `${o}: never more than 5 Jobs active at once (as the Job controller reports them), from start to drain`);
+    t.equal(active.now(o), 0, `${o}: every Job Complete at the end`);
   }
   const counts = await stepStartCounts((await operatorEngine()).metrics);
   t.equal(counts.free + counts.waited - counts0.free - counts0.waited, 27, "every one of the 27 steps counted once in operon_step_start_latency_seconds");
@@ -225,30 +274,33 @@ t.test("a failed Job fails the run; later steps are skipped", async (t) => {
   const h = await org("acme");
   const run = await submit(h, { id: "chain", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] });
   const job = await until("job a", async () => (await jobsOf(run.id))[0]);
-  await failJob(client, NS, job);
+  finish(job, { action: "fail", exitCode: 3, container: "tool" });
   const r = await until("failed", async () => { const x = await getRun(h, run.id); return x.status === "failed" ? x : undefined; });
   t.same(r.steps.map((s) => s.status), ["failed", "skipped"]);
-  t.match(r.error, /step a failed: the Job failed \(BackoffLimitExceeded\)/);
+  t.match(r.error, /step a failed: the tool exited with code 3/);
+  const failed = await until("a's Job Failed", () => jobsSeen.history(job.metadata.name).find((j) => j.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True")));
+  t.same(failed.status?.conditions?.map((c) => [c.type, c.reason]), [["FailureTarget", "PodFailurePolicy"], ["Failed", "PodFailurePolicy"]], "the Job controller failed the Job by its podFailurePolicy (the tool's exit code), not by retries");
 });
 
 t.test("a step whose image cannot start fails with a clear reason", async (t) => {
   const h = await org("acme");
   const run = await submit(h, { id: "one", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}")] });
   const job = await until("job a", async () => (await jobsOf(run.id))[0]);
-  // What the kubelet would report: the pod of the Job, its tool container stuck pulling.
-  const labels = { ...(job.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels, "job-name": job.metadata.name, "batch.kubernetes.io/job-name": job.metadata.name };
-  const pod = await client.request<{ metadata: { name: string } }>("POST", paths.pods(NS), {
-    body: { apiVersion: "v1", kind: "Pod", metadata: { name: `${job.metadata.name}-abcde`, labels }, spec: { restartPolicy: "Never", containers: [{ name: "stage-out", image: "operon:test" }], initContainers: [{ name: "stage-in", image: "operon:test" }, { name: "tool", image: "quay.io/biocontainers/samtools:does-not-exist" }] } },
-  });
-  await client.request("PATCH", `${paths.pods(NS)}/${pod.metadata.name}/status`, {
+  // kwok pulls no images: the Job controller's pod, held on its kwok node, gets the status a
+  // kubelet reports for an image it cannot pull (stage-in done, the tool container stuck).
+  // kwok has no stage for that state: it leaves it as written.
+  const podName = await podHeld(job);
+  const toolImage = "quay.io/biocontainers/samtools:does-not-exist";
+  await client.request("PATCH", `${paths.pods(NS)}/${podName}/status`, {
     patch: "merge",
     body: { status: { phase: "Pending", initContainerStatuses: [
       { name: "stage-in", image: "operon:test", imageID: "", ready: true, restartCount: 0, state: { terminated: { exitCode: 0, reason: "Completed" } } },
-      { name: "tool", image: "quay.io/biocontainers/samtools:does-not-exist", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image \"quay.io/biocontainers/samtools:does-not-exist\"" } } },
+      { name: "tool", image: toolImage, imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ImagePullBackOff", message: `Back-off pulling image "${toolImage}"` } } },
     ] } },
   });
   const r = await until("failed", async () => { const x = await getRun(h, run.id); return x.status === "failed" ? x : undefined; });
   t.match(r.steps[0]?.error, /container tool \(image quay.io\/biocontainers\/samtools:does-not-exist\) cannot start: ImagePullBackOff/);
+  await until("the stuck pod removed (the Job controller deletes the pods of a suspended Job)", async () => { try { await client.request("GET", `${paths.pods(NS)}/${podName}`); return false; } catch (e) { if (isNotFound(e)) return true; throw e; } });
   const stopped = await until("the Job stopped", () => jobsSeen.history(job.metadata.name).find((j) => j.metadata.annotations?.["operon.dev/stopped"]));
   t.equal(stopped.metadata.annotations?.["operon.dev/stopped"], "failed", "the Job is stopped, not left pending until its deadline");
   await until("and deleted once the failure is recorded", () => jobsSeen.deletedAt(job.metadata.name));
@@ -278,7 +330,7 @@ t.test("a malformed PipelineRun applied with kubectl is marked failed; the opera
   const h = await org("acme");
   const run = await submit(h, { id: "one", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}")] });
   const job = await until("job a", async () => (await jobsOf(run.id))[0]);
-  await completeJob(client, NS, job, store);
+  finish(job);
   await until("healthy operator completes another run", async () => ((await getRun(h, run.id)).status === "completed" ? true : undefined));
   t.notOk(logs.some((l) => /by-hand-1/.test(l) && /reconcile .* failed/.test(l)), "no reconcile errors for the bad run");
 });
@@ -290,7 +342,7 @@ t.test("a synchronous tool run is a one-step PipelineRun under the same limit", 
   const job = await until("the tool run's Job", async () => (await client.request<{ items: Job[] }>("GET", paths.jobs(NS))).items.find((j) => !before.has(j.metadata.name)));
   t.equal(job.metadata.annotations?.["operon.dev/organization"], "acme");
   t.equal(job.metadata.annotations?.["operon.dev/tool"], "samtools");
-  await completeJob(client, NS, job, store);
+  finish(job);
   const res = await pending;
   t.equal(res.statusCode, 200, res.body);
   const data = res.json().data as { status: string; exit_code: number; output_files: Array<{ key: string; sha256: string }>; run_id: string };
@@ -313,6 +365,7 @@ t.test("the CRD's printer columns and names come from the generated file", async
 
 t.test("the operator reports the Jobs it created and its writes", async (t) => {
   t.ok(operator.isLeader(), "the only replica leads");
+  t.equal(operator.terms(), 1, "and has led without a break since it started");
   t.ok(operator.client.writes() > 0);
 });
 
@@ -323,11 +376,18 @@ t.test("a PipelineRun deleted while its Jobs run frees its organization's slots"
   await until("5 Jobs", async () => ((await jobsOf(first.id)).length === 5 ? true : undefined));
   const next = await submit(h, { id: "one", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}")] });
   await until("the next run waits", async () => ((await getRun(h, next.id)).steps[0]?.status === "waiting" ? true : undefined));
-  // No garbage collector runs here, so the Jobs stay; deleting the run must still free its slots.
-  const del = await env.kubectl(["delete", "pipelinerun", "-n", NS, first.id]);
+  // Orphaned, so the garbage collector leaves the Jobs (and their running pods) in place:
+  // deleting the run must free its slots by itself, not by its Jobs going away.
+  const del = await env.kubectl(["delete", "pipelinerun", "-n", NS, first.id, "--cascade=orphan"]);
   t.equal(del.code, 0, del.stderr);
   const job = await until("the next run's Job", async () => (await jobsOf(next.id))[0]);
   t.ok(job, "the waiting run starts once the deleted run's slots are free");
+  t.equal((await jobsOf(first.id)).length, 5, "while the deleted run's Jobs still exist");
+  // Then the default cascade: the garbage collector deletes a run's Jobs with it.
+  const del2 = await env.kubectl(["delete", "pipelinerun", "-n", NS, next.id]);
+  t.equal(del2.code, 0, del2.stderr);
+  await until("the garbage collector deleted the run's Job", () => jobsSeen.deletedAt(job.metadata.name));
+  await client.request("DELETE", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${first.id}`, propagationPolicy: "Background" } });
 });
 
 t.test("a completed step whose Job is deleted mid-run (TTL garbage collection) is not run again", async (t) => {
@@ -335,17 +395,41 @@ t.test("a completed step whose Job is deleted mid-run (TTL garbage collection) i
   const chain = { id: "chain", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"]), step("c", "${b.outputFile}", ["b"])] };
   const run = await submit(h, chain);
   const a = await until("job a", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "a"));
-  await completeJob(client, NS, a, store);
+  finish(a);
   const b = await until("job b", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "b"));
-  // What ttlSecondsAfterFinished does to a's Job while the run goes on.
+  // What ttlSecondsAfterFinished does to a's Job while the run goes on (the real TTL
+  // controller runs, but the operator's TTL is a day: the test deletes it as it would).
   await client.request("DELETE", `${paths.jobs(NS)}/${a.metadata.name}`, { query: { propagationPolicy: "Background" } });
   await until("the operator to stop seeing a's Job", async () => ((await operator.executor()?.observe(run.id))?.get("a") === undefined ? true : undefined));
-  await completeJob(client, NS, b, store);
+  finish(b);
   const c = await until("job c", async () => (await jobsOf(run.id)).find((j) => stepOf(j) === "c"));
-  await completeJob(client, NS, c, store);
+  finish(c);
   const done = await until("run completed", async () => { const r = await getRun(h, run.id); return r.status === "completed" ? r : undefined; });
   t.same(done.steps.map((s) => s.status), ["completed", "completed", "completed"]);
   t.same((await jobsOf(run.id)).map((j) => j.metadata.name).sort(), [b.metadata.name, c.metadata.name].sort(), "no second Job for a");
   const pr = await client.request<{ status: { steps: Array<{ stepId: string; attempt?: number }> } }>("GET", `${paths.pipelineRuns(NS)}/${run.id}`);
   t.equal(pr.status.steps.find((s) => s.stepId === "a")?.attempt, 1, "a ran once");
 });
+
+/**
+ * Step Jobs active per organization as the Job controller reports them — not ended (no
+ * SuccessCriteriaMet, FailureTarget, Complete or Failed condition) or with a pod it still
+ * counts as active (status.active) — and the most seen at once.
+ */
+async function trackActiveJobs(orgs: string[]): Promise<{ now(org: string): number; max(org: string): number; stop(): void }> {
+  const activeNow = new Map<string, Set<string>>(orgs.map((o) => [o, new Set<string>()]));
+  const most = new Map<string, number>();
+  const informer: Informer<Job> = new Informer<Job>({
+    client, path: paths.jobs(NS), labelSelector: "operon.dev/run",
+    onChange: (job) => {
+      const set = activeNow.get(job.metadata.labels?.["operon.dev/org"] ?? "");
+      if (!set) return;
+      const ended = informer.get(job.metadata.name) === undefined
+        || (job.status?.conditions?.some((c) => ["SuccessCriteriaMet", "FailureTarget", "Complete", "Failed"].includes(c.type) && c.status === "True") && !(job.status as { active?: number }).active);
+      if (ended) set.delete(job.metadata.name); else set.add(job.metadata.name);
+      for (const [o, s] of activeNow) most.set(o, Math.max(most.get(o) ?? 0, s.size));
+    },
+  });
+  await informer.start();
+  return { now: (o) => activeNow.get(o)?.size ?? 0, max: (o) => most.get(o) ?? 0, stop: () => informer.stop() };
+}

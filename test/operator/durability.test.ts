@@ -1,5 +1,8 @@
 /**
- * Cluster mode under faults, on a real control plane (etcd + kube-apiserver) and a real S3:
+ * Cluster mode under faults, on a real control plane (etcd, kube-apiserver, the real Job
+ * controller, garbage collector and scheduler, kwok nodes; the stage-out stand-in of
+ * test/support/job-sim.ts uploads each step's outputs and lets its pod succeed, fail or wait
+ * as the test says) and a real S3:
  *  - deadlines: a request over a frozen connection (a TCP proxy that stops forwarding) fails
  *    within its deadline instead of hanging;
  *  - the Lease: renewal runs on its own timer beside a slow start-up; a renewal that hangs
@@ -25,13 +28,13 @@ import { createClusterEngine } from "../../engine/runtime.js";
 import { createKubeClient, isNotFound, KubeTimeoutError, paths } from "../../adapters/kubernetes/client.js";
 import { LeaderElector } from "../../adapters/kubernetes/leader.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";
-import { completeJob, failJob, startJobSimulator } from "../support/job-sim.js";
+import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { record } from "../support/recorder.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { sleep, until } from "../support/wait.js";
 
-const env = await startTestEnv();
+const env = await startTestEnv({ kwokNodes: 1 });
 t.teardown(() => env.stop());
 const proxy = await startTcpProxy(env.server);
 t.teardown(() => proxy.close());
@@ -57,7 +60,12 @@ async function within<T>(p: Promise<T>, ms: number): Promise<{ value?: T; error?
   }
 }
 
-async function cluster(ns: string, extra: Record<string, string> = {}) {
+/**
+ * A namespace with its api-server engine, and the stage-out stand-in for its step pods: a pod
+ * with no verdict is held (its step runs) until `finish` (or `autoFinish` for a whole run).
+ * `upload: false`: the stand-in uploads nothing (the test puts the outputs itself).
+ */
+async function cluster(ns: string, extra: Record<string, string> = {}, opts: { upload?: boolean } = {}) {
   await env.createNamespace(ns);
   const parsed = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: ns, OPERON_SIGNING_SECRET: "s".repeat(40), PORT: "0", OPERON_LEASE_DURATION_SECONDS: "3", ...extra });
   if (!parsed.ok) throw new Error(parsed.message);
@@ -75,7 +83,28 @@ async function cluster(ns: string, extra: Record<string, string> = {}) {
   const run = (id: string) => api.engine.runs.get(id);
   const jobsOf = async (runId: string) => (await client.request<{ items: Job[] }>("GET", paths.jobs(ns), { query: { labelSelector: `operon.dev/run=${runId}` } })).items;
   const exists = async (path: string) => { try { await client.request("GET", path); return true; } catch (e) { if (isNotFound(e)) return false; throw e; } };
-  return { ns, config, store, client, api, step, submit, run, jobsOf, exists, close: async () => { await api.stop(); client.close(); } };
+  const verdicts = new Map<string, StageOutDecision>();
+  const autoRuns = new Set<string>();
+  const stageOut = await startStageOut({
+    client, namespace: ns, ...(opts.upload === false ? {} : { store }),
+    decide: (_pod, job) => verdicts.get(job.metadata.name) ?? (autoRuns.has(job.metadata.labels?.["operon.dev/run"] ?? "") ? { action: "succeed" } : { action: "hold" }),
+  });
+  /** The step's pod ends as `d` says (default: outputs uploaded, then Succeeded), now or once it exists. */
+  const finish = (job: Job, d: StageOutDecision = { action: "succeed" }) => {
+    verdicts.set(job.metadata.name, d);
+    stageOut.release((p) => p.metadata.labels?.["batch.kubernetes.io/job-name"] === job.metadata.name);
+  };
+  /** Every step pod of the run succeeds (outputs uploaded), those waiting now and those to come. */
+  const autoFinish = (runId: string) => {
+    autoRuns.add(runId);
+    stageOut.release((p) => p.metadata.labels?.["operon.dev/run"] === runId);
+  };
+  /** The Job controller's word on the Job (Complete or Failed), read from the API server. */
+  const ended = (job: Job, type: "Complete" | "Failed") => until(`${job.metadata.name} ${type}`, async () => {
+    const cur = await client.request<Job>("GET", `${paths.jobs(ns)}/${job.metadata.name}`);
+    return cur.status?.conditions?.some((c) => c.type === type && c.status === "True") ? cur : undefined;
+  }, 60_000);
+  return { ns, config, store, client, api, step, submit, run, jobsOf, exists, finish, autoFinish, ended, close: async () => { await stageOut.stop(); await api.stop(); client.close(); } };
 }
 
 t.test("a request over a frozen connection fails within its deadline instead of hanging", async (t) => {
@@ -179,16 +208,17 @@ t.test("the operator under a frozen API: gives up the Lease without exiting, and
   t.equal(op.engine(), undefined, "its engine stopped");
   t.match(logs.join("\n"), /stopped leading \(not renewed within 2000 ms\)/);
   await until("a request failed by its deadline, not hung", () => logs.some((l) => /no answer within \d+ ms/.test(l)));
-  // Meanwhile step a finishes; nobody can see it through the frozen connection.
-  await completeJob(s.client, s.ns, a, s.store);
-  await sleep(1000);
+  // Meanwhile step a finishes (the Job controller, on its own connection, marks it Complete);
+  // nobody can see it through the frozen connection.
+  s.finish(a);
+  await s.ended(a, "Complete");
   t.notOk(op.isLeader(), "still not leading while frozen");
 
   proxy.resume();
   await until("the operator leads again", () => op.engine(), 30_000);
   t.equal(op.terms(), 2, "a second term");
   const b = await until("job b, created from the relisted caches", async () => (await s.jobsOf(run.id)).find((j) => j.metadata.annotations?.["operon.dev/step-id"] === "b"), 30_000);
-  await completeJob(s.client, s.ns, b, s.store);
+  s.finish(b);
   await until("the run completes", async () => (await s.run(run.id))?.status === "completed");
   t.same((await s.jobsOf(run.id)).length, 2, "one Job per step, none twice");
 });
@@ -231,7 +261,7 @@ t.test("clean-up: stopped Jobs after the stop is recorded, PipelineRuns past the
   await t.test("a finished PipelineRun older than the TTL is deleted; a running one is not; its files stay", async (t) => {
     const done = await s.submit("beta", [s.step("a", "${bam}")]);
     const dj = await until("the finished run's Job", async () => (await s.jobsOf(done.id))[0]);
-    await completeJob(s.client, s.ns, dj, s.store);
+    s.finish(dj);
     await until("completed", async () => (await s.run(done.id))?.status === "completed");
     const running = await s.submit("beta", [s.step("a", "${bam}")]);
     await until("the running run's Job", async () => (await s.jobsOf(running.id))[0]);
@@ -250,25 +280,24 @@ t.test("clean-up: stopped Jobs after the stop is recorded, PipelineRuns past the
     t.ok(await s.store.head(`orgs/beta/workspaces/ws1/${done.outputFolder}/a.tsv`), "and its outputs");
     t.match(logs.join("\n"), new RegExp(`deleted PipelineRun ${done.id}: finished more than`));
     offset = 0;
-    await completeJob(s.client, s.ns, (await s.jobsOf(running.id))[0] as Job, s.store);
+    s.finish((await s.jobsOf(running.id))[0] as Job);
     await until("the other run completes", async () => (await s.run(running.id))?.status === "completed");
   });
 
   await t.test("after many finished runs, nothing is kept per run", async (t) => {
-    const sim = await startJobSimulator({ client: s.client, namespace: s.ns, store: s.store, delayMs: 20 });
-    t.teardown(() => sim.stop());
     const ids: string[] = [];
     // Two organizations at 2 slots each: steps wait (queue positions are written), chains and fans.
     for (let i = 0; i < 6; i++) {
       for (const org of ["acme", "beta"]) {
-        ids.push((await s.submit(org, i % 2 ? [s.step("a", "${bam}"), s.step("b", "${a.outputFile}", ["a"])] : [s.step("x", "${bam}"), s.step("y", "${bam}"), s.step("z", "${bam}")])).id);
+        const id = (await s.submit(org, i % 2 ? [s.step("a", "${bam}"), s.step("b", "${a.outputFile}", ["a"])] : [s.step("x", "${bam}"), s.step("y", "${bam}"), s.step("z", "${bam}")])).id;
+        s.autoFinish(id);
+        ids.push(id);
       }
     }
-    for (const id of ids) await until(`run ${id}`, async () => (await s.run(id))?.status === "completed", 60_000);
-    await sim.stop();
-    // One that fails and one that is cancelled, by hand.
+    for (const id of ids) await until(`run ${id}`, async () => (await s.run(id))?.status === "completed", 90_000);
+    // One whose tool fails and one that is cancelled.
     const failing = await s.submit("acme", [s.step("a", "${bam}")]);
-    await failJob(s.client, s.ns, await until("job to fail", async () => (await s.jobsOf(failing.id))[0]));
+    s.finish(await until("job to fail", async () => (await s.jobsOf(failing.id))[0]), { action: "fail", exitCode: 1 });
     await until("failed", async () => (await s.run(failing.id))?.status === "failed");
     const cancelled = await s.submit("beta", [s.step("a", "${bam}")]);
     const cj = await until("job to cancel", async () => (await s.jobsOf(cancelled.id))[0]);
@@ -304,21 +333,27 @@ t.test("clean-up: stopped Jobs after the stop is recorded, PipelineRuns past the
 t.test("MinIO down while a run's last step ends: no finished status without run.json; it finishes once when the store is back", async (t) => {
   const minio = env.minio;
   if (!minio) throw new Error("the test env has no MinIO");
-  const s = await cluster("outage");
+  // The stand-in uploads nothing here: the test puts each step's outputs before the store goes away.
+  const s = await cluster("outage", {}, { upload: false });
   t.teardown(() => s.close());
   const op = await startOperator(s.config, s.store, { kubeconfig: env.kubeconfigPath, log: () => undefined, listen: false, identity: "op-outage" });
   t.teardown(() => op.stop());
   await until("the operator leads", () => op.engine());
   const r = await s.submit("acme", [s.step("a", "${bam}"), s.step("b", "${a.outputFile}", ["a"])]);
+  const stageOutputs = async (job: Job) => {
+    const ann = job.metadata.annotations ?? {};
+    for (const o of JSON.parse(ann[ANNOTATION.outputs] ?? "[]") as Array<{ path: string }>) await s.store.put(`${ann[ANNOTATION.runRoot] ?? ""}${o.path}`, "out\n");
+  };
   const a = await until("job a", async () => (await s.jobsOf(r.id))[0]);
-  await completeJob(s.client, s.ns, a, s.store);
+  await stageOutputs(a);
+  s.finish(a);
   const b = await until("job b", async () => (await s.jobsOf(r.id)).find((j) => j.metadata.name !== a.metadata.name));
   // b's stage-out wrote its outputs; then the store goes away before the Job is seen complete.
-  const ann = b.metadata.annotations ?? {};
-  for (const o of JSON.parse(ann[ANNOTATION.outputs] ?? "[]") as Array<{ path: string }>) await s.store.put(`${ann[ANNOTATION.runRoot] ?? ""}${o.path}`, "out\n");
+  await stageOutputs(b);
   await minio.kill();
   t.teardown(() => minio.restart().catch(() => undefined));
-  await completeJob(s.client, s.ns, b);
+  s.finish(b);
+  await s.ended(b, "Complete");
   const downFor = Date.now() + 10_000;
   const seen = new Set<string>();
   while (Date.now() < downFor) {

@@ -1,6 +1,7 @@
 /**
- * The operator's GET /metrics against a real control plane (etcd + kube-apiserver) and MinIO,
- * the operator started in-process and listening: the exposition passes `promtool check
+ * The operator's GET /metrics against a real control plane (etcd, kube-apiserver, the Job
+ * controller, scheduler and a kwok node; the stage-out stand-in of test/support/job-sim.ts
+ * uploads each step's outputs) and MinIO, the operator started in-process and listening: the exposition passes `promtool check
  * metrics`; it has the controller's and work queue's metrics under controller-runtime's and
  * client-go's names, types and label names, and they grow with a run (workqueue_adds_total,
  * controller_runtime_reconcile_total); `operon_runs{phase}` shows the run while it runs and
@@ -13,14 +14,14 @@ import { parseConfig } from "../../core/config.js";
 import { createClusterEngine, createStore } from "../../engine/runtime.js";
 import { startOperator } from "../../operator/cluster.js";
 import { createKubeClient } from "../../adapters/kubernetes/client.js";
-import { startJobSimulator } from "../support/job-sim.js";
+import { startStageOut } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { BAD_EXPOSITION, controllerMetricProblems, metricTypes, namingProblems, promtoolCheck, sampleValue } from "../support/metrics.js";
 import { freePorts } from "../support/minio.js";
 import { until } from "../support/wait.js";
 
 const NS = "metrics";
-const env = await startTestEnv();
+const env = await startTestEnv({ kwokNodes: 1 });
 t.teardown(() => env.stop());
 await env.createNamespace(NS);
 const port = (await freePorts(1))[0] as number;
@@ -68,13 +69,17 @@ t.test("a run through the operator: its /metrics is valid and counts the work", 
   t.ok(check0.ok, `promtool check metrics passes while idle: ${check0.output}`);
   t.same(controllerMetricProblems(before), [], "controller-runtime's and client-go's names, types and label names");
 
-  const sim = await startJobSimulator({ client, namespace: NS, store, paused: true });
-  t.teardown(() => sim.stop());
+  // Step pods wait (their step runs) until released; then each succeeds once its outputs are up.
+  let release = false;
+  const stageOut = await startStageOut({ client, namespace: NS, store, decide: () => (release ? { action: "succeed" } : { action: "hold" }) });
+  t.teardown(() => stageOut.stop());
   const r = await api.engine.submit({ organization: "acme", workspace: "ws1", keyId: "k", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: { id: "p", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] } });
   if (!r.ok) throw new Error(r.message);
   const during = await until("operon_runs{phase=\"running\"} 1", async () => { const m = await scrape(); return runs(m, "running") === 1 ? m : undefined; }, 30_000);
   t.equal(runs(during, "queued"), 0, "the run is no longer queued");
-  sim.resume();
+  await until("a's pod running", () => stageOut.held().length === 1, 30_000);
+  release = true;
+  stageOut.release();
   await until(`run ${r.run.id} completed`, async () => (await api.engine.runs.get(r.run.id))?.status === "completed", 60_000);
   const after = await until("the run counted finished and out of the operator's cache", async () => {
     const m = await scrape();

@@ -1,13 +1,16 @@
 /**
  * Step pods run for real, as far as this machine allows: the operator (in this process, on a
- * real kube-apiserver) creates Jobs; test/support/pod-runner.ts runs each Job's pod template
- * as local processes — `operon stage-in` and `operon stage-out` from a tree built like the
- * container image (production dependencies only), the tool through the Job's fixed entry
- * script with Debian's build of the same tool, all as uid 1000 with the credentials from the
- * Secret the chart references — then records the Pod and finishes the Job. Covers: a
- * built-in pipeline on real data end to end (inputs and outputs through MinIO, outputs with
- * sha256 reported in the termination message), a tool that fails, an input gone at stage-in,
- * and that the image's layout matches the Dockerfile.
+ * real control plane) creates Jobs; the real Job controller creates their pods and the real
+ * scheduler binds them to the test kubelet's node (test/support/pod-runner.ts), which runs
+ * each pod's containers as local processes — `operon stage-in` and `operon stage-out` from a
+ * tree built like the container image (production dependencies only), the tool through the
+ * Job's fixed entry script with Debian's build of the same tool, all as uid 1000 with the
+ * credentials from the Secret the chart references — and reports the pod's status as a kubelet
+ * does; the Job controller turns that into the Job's conditions. Covers: a built-in pipeline on
+ * real data end to end (inputs and outputs through MinIO, outputs with sha256 reported in the
+ * termination message), a tool that fails, an input gone at stage-in, a cancel (the Job
+ * suspended: the Job controller deletes the pod, the kubelet stops the tool), and that the
+ * image's layout matches the Dockerfile.
  */
 import t from "tap";
 import { spawnSync } from "node:child_process";
@@ -25,7 +28,7 @@ import { createClusterEngine } from "../../engine/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { buildImageTree, REPRODUCED_COPIES, runtimeCopies, runtimeEnv } from "../support/image-tree.js";
-import { runJobPod, startNode, type PodRun } from "../support/pod-runner.js";
+import { startNode, type Pod } from "../support/pod-runner.js";
 import { record } from "../support/recorder.js";
 import { until } from "../support/wait.js";
 
@@ -59,29 +62,26 @@ t.teardown(() => operator.stop());
 const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: (m) => logs.push(m) });
 t.teardown(() => api.stop());
 
-// The "node": every Job that appears gets its pod run, once; its kubelet serves their logs.
-const fakeNode = await startNode(client);
-t.teardown(() => fakeNode.stop());
+// The node: the scheduler binds every step pod to it; it runs them and its kubelet endpoint serves their logs.
 type Job = JobObject & { metadata: { name: string; uid?: string } };
-const pods = new Map<string, Promise<PodRun>>();
 /** Containers started, as "<job>/<container>". */
 const startedContainers = new Set<string>();
-/** Organizations whose pods wait (the node does not run them) until taken out of here. */
-const heldOrgs = new Set<string>();
-let stopped = false;
-const node = (async () => {
-  while (!stopped) {
-    const list = await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: "operon.dev/run" } }).catch(() => ({ items: [] as Job[] }));
-    for (const job of list.items) {
-      if (pods.has(job.metadata.name) || job.status?.conditions?.length || heldOrgs.has(job.metadata.labels?.["operon.dev/org"] ?? "")) continue;
-      const run = runJobPod(job, { client, namespace: NS, operonImage: IMAGE, operon: [tree.node, tree.main], node: fakeNode, onContainerStart: (j, c) => startedContainers.add(`${j}/${c}`) });
-      void run.catch((e: unknown) => logs.push(`pod runner ${job.metadata.name}: ${String(e)}`));
-      pods.set(job.metadata.name, run);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-})();
-t.teardown(async () => { stopped = true; await node; await Promise.allSettled(pods.values()); });
+/** Organizations whose pods wait (the node does not start them) until released. */
+const held = new Map<string, { released: Promise<void>; release: () => void }>();
+function hold(org: string): () => void {
+  let release!: () => void;
+  const released = new Promise<void>((r) => { release = r; });
+  held.set(org, { released, release });
+  return () => { held.delete(org); release(); };
+}
+const node = await startNode(client, {
+  operonImage: IMAGE,
+  operon: [tree.node, tree.main],
+  onContainerStart: (j, c) => startedContainers.add(`${j}/${c}`),
+  beforeStart: (pod: Pod) => held.get(pod.metadata.labels?.["operon.dev/org"] ?? "")?.released,
+  onError: (e) => logs.push(`test kubelet: ${String(e)}`),
+});
+t.teardown(() => node.stop());
 
 const WS = "orgs/lab/workspaces/ws1/";
 async function read(key: string): Promise<Buffer> {
@@ -99,7 +99,8 @@ const finished = (id: string) => until(`run ${id} to end`, async () => {
   const r = await api.engine.runs.get(id);
   return r && ["completed", "failed", "cancelled"].includes(r.status) ? r : undefined;
 }, 120_000) as Promise<RunRecord>;
-const podsOf = async (runId: string) => Promise.all([...pods].filter(([name]) => name.startsWith(runId)).map(([, p]) => p));
+/** What the node ran for the run's step pods (their names start with the run id, as their Jobs'). */
+const podsOf = (runId: string) => node.runsOf(runId);
 
 // Real data: a random 20 kb reference and 1,000 simulated read pairs.
 const data = join(work, "data");
@@ -147,11 +148,11 @@ t.test("bwa-align runs in real step pods: staged in from S3, the tool as uid 100
   for (const s of run.steps) {
     const key = `${WS}${run.outputFolder}/logs/${s.stepId}.log`;
     const text = await until(`${s.stepId}'s log in S3`, async () => (await store.head(key)) ? (await read(key)).toString() : undefined);
-    const pod = ran.find((p) => p.pod.startsWith(s.jobName ?? "?"));
+    const pod = ran.find((p) => p.pod.startsWith(`${s.jobName ?? "?"}-`));
     t.equal(text, pod?.containers.find((c) => c.name === "tool")?.log, `${s.stepId}: the tool container's own output, copied whole`);
   }
   t.match(await read(`${WS}${run.outputFolder}/logs/align.log`).then(String), /\[M::/, "bwa mem's progress lines are in the align log");
-  t.ok(fakeNode.requests.some((r) => /\/containerLogs\/pods\/.*-flagstat-1-[0-9a-f]+\/tool$/.test(r)), "read through pods/log, from the kubelet of the pod's node");
+  t.ok(node.requests.some((r) => /\/containerLogs\/pods\/.*-flagstat-1-[a-z0-9]+\/tool$/.test(r)), "read through pods/log, from the kubelet of the pod's node");
 
   // run.json: every output's checksum matches the stored file.
   const manifest = RunManifestSchema.parse(JSON.parse((await read(`${WS}${run.outputFolder}/run.json`)).toString()));
@@ -179,13 +180,14 @@ t.test("a tool that fails: the step's error is the tool's exit code, read from t
 t.test("an input gone before the pod runs: stage-in fails and says which", async (t) => {
   // The node holds this organization's pods back until the input is gone: the Job exists,
   // its pod has not run yet.
-  heldOrgs.add("lab2");
+  const release = hold("lab2");
   await store.put("orgs/lab2/workspaces/ws1/data/vanishing.bam", "bytes");
   const id = await submit({ steps: [{ stepId: "stats", toolName: "samtools", parameters: { command: "flagstat", inputFile: "${bam}", outputFile: "stats.txt" } }], inputs: [{ name: "bam", type: "file" }] }, { bam: "data/vanishing.bam" }, "lab2");
-  await until("the Job", async () => (await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${id}` } })).items.length > 0 || undefined);
-  t.notOk(pods.has(`${id}-stats-1`), "its pod has not run");
+  const jobName = await until("the Job", async () => (await client.request<{ items: Job[] }>("GET", paths.jobs(NS), { query: { labelSelector: `operon.dev/run=${id}` } })).items[0]?.metadata.name);
+  await until("its pod on the node", () => [...node.runs.keys()].some((k) => k.startsWith(`${NS}/${jobName}-`)) || undefined);
+  t.notOk([...startedContainers].some((c) => c.startsWith(`${jobName}/`)), "its pod is on the node, not started");
   await store.delete("orgs/lab2/workspaces/ws1/data/vanishing.bam");
-  heldOrgs.delete("lab2");
+  release();
   const run = await finished(id);
   t.equal(run.status, "failed");
   const [p] = await podsOf(id);
@@ -212,8 +214,11 @@ t.test("cancel while the tool runs: the Job is suspended, the tool gets SIGTERM,
   const run = await finished(id);
   t.equal(run.status, "cancelled");
   t.equal(run.steps[0]?.status, "cancelled");
-  const p = await pods.get(jobName);
-  t.ok(p?.suspended, "the pod was stopped by the Job's suspension");
+  const [p, ...more] = await node.runsOf(`${jobName}-`);
+  t.same(more, [], "one pod");
+  t.ok(p?.deleted, "the pod was deleted (the Job controller, on the Job's suspension) while the tool ran");
+  t.equal(p?.phase, "Failed");
+  t.match(jobsSeen.history(jobName).find((j) => j.status?.conditions?.some((c) => c.type === "Suspended" && c.status === "True")), {}, "the Job controller reported the Job Suspended");
   t.same(p?.containers.map((c) => [c.name, c.exitCode]), [["stage-in", 0], ["tool", 143]], "bwa index got SIGTERM; stage-out never ran");
   // Once the run's status records the cancel, the operator deletes the suspended Job: its last state says why.
   const job = await until("the stopped Job", () => jobsSeen.history(jobName).find((j) => j.metadata.annotations?.["operon.dev/stopped"]));

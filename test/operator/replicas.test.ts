@@ -1,5 +1,7 @@
 /**
- * The operator as real processes (`operon operator`) against a real control plane: killed
+ * The operator as real processes (`operon operator`) against a real control plane (the Job
+ * controller creates the step pods, kwok runs them; the stage-out stand-in of
+ * test/support/job-sim.ts uploads their outputs, or holds a pod while its step should run): killed
  * (SIGKILL) and restarted mid-run it creates no duplicate Job, keeps the per-organization
  * limit from the live Jobs, and finishes the run; of two replicas only the Lease holder
  * acts, and the other takes over when the holder dies.
@@ -12,12 +14,13 @@ import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { createStore } from "../../engine/runtime.js";
 import { createClusterEngine } from "../../engine/runtime.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
-import { completeJob, startJobSimulator } from "../support/job-sim.js";
+import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
-import { sleep, until } from "../support/wait.js";
+import { sampleValue } from "../support/metrics.js";
+import { until } from "../support/wait.js";
 import { freePorts } from "../support/minio.js";
 
-const env = await startTestEnv();
+const env = await startTestEnv({ kwokNodes: 1 });
 t.teardown(() => env.stop());
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -62,7 +65,8 @@ async function jobs(client: KubeClient, ns: string, selector = "operon.dev/run")
 const stepOf = (j: Job) => j.metadata.annotations?.["operon.dev/step-id"] ?? "?";
 const active = (j: Job) => !j.status?.conditions?.some((c) => c.status === "True" && (c.type === "Complete" || c.type === "Failed"));
 
-async function setup(ns: string) {
+/** `hold`: a step pod waits (its step runs) until `finish`; otherwise every pod succeeds at once. */
+async function setup(ns: string, opts: { hold?: boolean } = {}) {
   await env.createNamespace(ns);
   const c = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: ns, PORT: "0" });
   if (!c.ok) throw new Error(c.message);
@@ -77,12 +81,24 @@ async function setup(ns: string) {
     return r.run.id;
   };
   const status = async (id: string) => (await api.engine.runs.get(id))?.status;
-  return { store, client, api, step, submit, status, close: async () => { await api.stop(); client.close(); } };
+  const verdicts = new Map<string, StageOutDecision>();
+  const stageOut = await startStageOut({ client, namespace: ns, store, decide: (_pod, job) => verdicts.get(job.metadata.name) ?? (opts.hold ? { action: "hold" } : { action: "succeed" }) });
+  /** The step's pod succeeds (outputs uploaded), now or once it exists. */
+  const finish = (job: Job) => {
+    verdicts.set(job.metadata.name, { action: "succeed" });
+    stageOut.release((p) => p.metadata.labels?.["batch.kubernetes.io/job-name"] === job.metadata.name);
+  };
+  /** The Job controller marked the Job Complete. */
+  const completed = (job: Job) => until(`${job.metadata.name} Complete`, async () => {
+    const cur = await client.request<Job>("GET", `${paths.jobs(ns)}/${job.metadata.name}`);
+    return cur.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ? cur : undefined;
+  }, 60_000);
+  return { store, client, api, step, submit, status, finish, completed, close: async () => { await stageOut.stop(); await api.stop(); client.close(); } };
 }
 
 t.test("killed and restarted mid-run: no duplicate Job, the limit kept from live Jobs, the run finishes", async (t) => {
   const ns = "restart";
-  const s = await setup(ns);
+  const s = await setup(ns, { hold: true });
   t.teardown(() => s.close());
   const op1 = await operatorProcess(ns, "op-1");
   const chain = await s.submit("chain-org", [s.step("a", "${bam}"), s.step("b", "${a.outputFile}", ["a"]), s.step("c", "${b.outputFile}", ["b"])]);
@@ -93,26 +109,33 @@ t.test("killed and restarted mid-run: no duplicate Job, the limit kept from live
   await until("5 busy jobs", async () => (await jobs(s.client, ns, `operon.dev/run=${busy}`)).length === 5);
   const later = await s.submit("busy-org", [s.step("q", "${bam}")]);
   const a = await until("job a", async () => (await jobs(s.client, ns, `operon.dev/run=${chain}`))[0]);
-  await completeJob(s.client, ns, a, s.store);
+  s.finish(a);
   const b = await until("job b", async () => (await jobs(s.client, ns, `operon.dev/run=${chain}`)).find((j) => stepOf(j) === "b"));
   await until("the later run waits", async () => (await s.api.engine.runs.get(later))?.steps[0]?.status === "waiting");
 
   op1.child.kill("SIGKILL");
   await op1.exited;
-  await completeJob(s.client, ns, b, s.store); // b finishes while no operator runs
+  s.finish(b); // b finishes while no operator runs
+  await s.completed(b);
 
   const op2 = await operatorProcess(ns, "op-2");
   await until("op-2 leads", () => isLeader(op2), 20_000);
   const c = await until("job c", async () => (await jobs(s.client, ns, `operon.dev/run=${chain}`)).find((j) => stepOf(j) === "c"));
   t.equal(c.metadata.annotations?.["operon.dev/created-by"], "op-2", "the restarted operator went on");
-  await sleep(1000);
+  // Every run listed at start looked at (the queue drained), the later one included.
+  let lastSeen = "";
+  await until("op-2's queue drained after reconciling the three runs", async () => {
+    const m = await (await fetch(`http://127.0.0.1:${op2.port}/metrics`)).text();
+    lastSeen = m.split("\n").filter((l) => /^(controller_runtime_reconcile_total|workqueue_depth)/.test(l)).join("; ");
+    return sampleValue(m, "controller_runtime_reconcile_total", { controller: "pipelinerun" }) >= 3 && sampleValue(m, "workqueue_depth", { name: "pipelinerun" }) === 0;
+  }).catch((e: unknown) => { throw new Error(`${String(e)}: ${lastSeen}`); });
   const busyJobs = await jobs(s.client, ns, `operon.dev/run=${busy}`);
   t.equal(busyJobs.filter(active).length, 5, "the five Jobs still run");
   t.same(await jobs(s.client, ns, `operon.dev/run=${later}`), [], "after the restart the later run still waits: the org is not over its limit");
   t.equal((await s.api.engine.runs.get(later))?.steps[0]?.waitingReason, "OrgConcurrencyLimit");
-  await completeJob(s.client, ns, c, s.store);
+  s.finish(c);
   await until("chain completed", async () => (await s.status(chain)) === "completed");
-  await completeJob(s.client, ns, busyJobs[0] as Job, s.store);
+  s.finish(busyJobs[0] as Job);
   await until("the later run's Job once a slot frees", async () => (await jobs(s.client, ns, `operon.dev/run=${later}`)).length === 1);
 
   const all = await jobs(s.client, ns);
@@ -128,8 +151,6 @@ t.test("two replicas: only the Lease holder acts; the other takes over when it d
   const ns = "ha";
   const s = await setup(ns);
   t.teardown(() => s.close());
-  const sim = await startJobSimulator({ client: s.client, namespace: ns, store: s.store, delayMs: 100 });
-  t.teardown(() => sim.stop());
   const x = await operatorProcess(ns, "replica-x");
   const y = await operatorProcess(ns, "replica-y");
   const lease = async () => (await s.client.request<{ spec: { holderIdentity?: string } }>("GET", `${paths.leases(ns)}/operon-operator`)).spec.holderIdentity;

@@ -1,7 +1,8 @@
 /**
  * Soak: an idle operator's memory does not grow with the runs it has finished. The operator
- * runs as its own process (`operon operator`) against a real control plane and MinIO; a few
- * runs go through it for real, then 10,000 finished PipelineRuns (copies of one it finished,
+ * runs as its own process (`operon operator`) against a real control plane (the Job controller
+ * creates the step pods, kwok runs them, the stage-out stand-in of test/support/job-sim.ts
+ * uploads their outputs) and MinIO; a few runs go through it for real, then 10,000 finished PipelineRuns (copies of one it finished,
  * as it leaves them) are added. Its resident memory, read from its own /metrics, stays flat,
  * and it caches none of them. 200 of them come without the `operon.dev/finished` label (an
  * operator that stopped between a run's final status and its label): its clean-up sweep
@@ -18,7 +19,7 @@ import { createStore } from "../../engine/runtime.js";
 import { createClusterEngine } from "../../engine/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";
-import { startJobSimulator } from "../support/job-sim.js";
+import { startStageOut } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { freePorts } from "../support/minio.js";
 import { until } from "../support/wait.js";
@@ -32,7 +33,7 @@ const UNLABELLED = 200;
  */
 const RSS_SLACK_MB = 96;
 
-const env = await startTestEnv();
+const env = await startTestEnv({ kwokNodes: 1 });
 t.teardown(() => env.stop());
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const ns = "soak";
@@ -90,7 +91,7 @@ type PR = KubeObject & { spec?: unknown; status?: { phase?: string } };
 
 t.test(`an idle operator's RSS stays flat over ${FINISHED_RUNS.toLocaleString("en")} finished runs`, async (t) => {
   // Real runs first: the operator starts their Jobs, records them and labels them finished.
-  const sim = await startJobSimulator({ client, namespace: ns, store, delayMs: 10 });
+  const stageOut = await startStageOut({ client, namespace: ns, store });
   const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` } });
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) {
@@ -99,7 +100,7 @@ t.test(`an idle operator's RSS stays flat over ${FINISHED_RUNS.toLocaleString("e
     ids.push(r.run.id);
   }
   for (const id of ids) await until(`run ${id} completed`, async () => (await api.engine.runs.get(id))?.status === "completed", 120_000);
-  await sim.stop();
+  await stageOut.stop();
   await until("the finished runs out of the operator's cache", async () => (await metric("operon_operator_cached_runs")) === 0, 30_000);
   const template = await client.request<PR>("GET", `${paths.pipelineRuns(ns)}/${ids[0] as string}`);
   t.equal(template.metadata.labels?.[LABEL.finished], "completed", "a run the operator finished is labelled finished");
