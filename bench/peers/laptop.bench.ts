@@ -272,7 +272,11 @@ function cwlJob(input: Input, path: string): void {
 async function cwltoolOnce(input: Input, dir: string, extra: string[] = []): Promise<Proc & { mapped: number }> {
   mkdirSync(dir, { recursive: true });
   cwlJob(input, join(dir, "job.json"));
-  const r = await run(["cwltool", "--no-container", ...extra, "--outdir", join(dir, "out"), CWL, join(dir, "job.json")], dir, { stdout: join(dir, "outputs.json") });
+  // cwltool's own temp folders in the run's folder, not as random names in /tmp (where the test
+  // suite's attacks test watches for stray files).
+  for (const d of ["tmp", "tmp-out"]) mkdirSync(join(dir, d), { recursive: true });
+  const tmp = [`--tmpdir-prefix=${join(dir, "tmp")}/`, `--tmp-outdir-prefix=${join(dir, "tmp-out")}/`];
+  const r = await run(["cwltool", "--no-container", ...tmp, ...extra, "--outdir", join(dir, "out"), CWL, join(dir, "job.json")], dir, { stdout: join(dir, "outputs.json") });
   writeFileSync(join(dir, "cwltool.stderr"), r.stderr);
   if (r.code !== 0) return { ...r, mapped: -1 };
   return { ...r, mapped: mappedOf(readFileSync(join(dir, "out", `${SAMPLE}.sorted.flagstat.txt`), "utf8")) };
@@ -685,7 +689,7 @@ On the large input (b) a run's tool time moves by more than the systems' overhea
 
 ${manyTable}
 
-Snakemake: one invocation naming ${MANY} targets is what a Snakemake user does with ${MANY} samples (it then schedules all ${MANY * STEPS} jobs ${CORES} at a time and pays its start once); each target is its own folder with its own reference, so every system builds ${MANY} indexes (a Snakemake user with one shared reference would index it once: ${MANY * (STEPS - 1) + 1} jobs instead of ${MANY * STEPS}). cwltool: one invocation per run, ${CORES} at a time (\`--parallel\` only parallelises steps inside one workflow, and this one is a chain); a user scattering over ${MANY} samples in one workflow would pay cwltool's start once. Operon: ${MANY} POSTs from one client at once; the runs queue under the organization's limit and start as slots free.
+Snakemake: one invocation naming ${MANY} targets is what a Snakemake user does with ${MANY} samples (it then schedules all ${MANY * STEPS} jobs ${CORES} at a time and pays its start once); each target is its own folder with its own reference, so every system builds ${MANY} indexes (a Snakemake user with one shared reference would index it once: ${MANY * (STEPS - 1) + 1} jobs instead of ${MANY * STEPS}). cwltool: one invocation per run, ${CORES} at a time (\`--parallel\` only parallelises steps inside one workflow, and this one is a chain); a user scattering over ${MANY} samples in one workflow would pay cwltool's start once. Operon: ${MANY} POSTs from one client at once; the runs queue under the organization's limit and start as slots free. Each system is measured once here, one after the other (the commands alone, Operon at limit 5, Operon at limit 2, Snakemake, cwltool), so a change in the machine's load falls on some of them and not the others: compare these rows across runs, not within one on a busy machine.
 
 **(d) What each records for provenance** (the large run):
 
@@ -706,7 +710,7 @@ On a laptop (\`make bench-peers\`, ${date}, ${cpu.length} cores, load average ${
 | ${MANY} small runs at once (the commands alone, ${CORES} at a time: ${sec(md.wallMs)}) | ${sec(mo.wallMs)} (limit 5; ${sec(mo2.wallMs)} at limit ${CORES}) | ${sec(ms.wallMs)} (one invocation, ${MANY} targets, \`--cores ${CORES}\`) | ${sec(mc.wallMs)} (${MANY} invocations, ${CORES} at a time) |
 | provenance | inputs' and outputs' SHA-256, tool versions, argv, per run | SHA-256 of inputs < 100 kB, shell commands | outputs' SHA-1; \`--provenance\` disabled in Debian's build |
 
-Details, CPU seconds and the method: [bench/RESULTS.md](bench/RESULTS.md), section "Operon against Snakemake and cwltool".
+The 50-run row is one measurement per system, taken one after the other on a shared machine: see the notes in bench/RESULTS.md before comparing it. Details, CPU seconds and the method: [bench/RESULTS.md](bench/RESULTS.md), section "Operon against Snakemake and cwltool".
 <!-- peers-laptop:end -->`;
 
     console.log(`\n${section}\n\n${readme}\n`);

@@ -42,7 +42,7 @@ import type { StepTask } from "../../core/ports.js";
 import { createStore } from "../../engine/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { buildImageTree, runtimeEnv } from "../support/image-tree.js";
-import { startJobSimulator } from "../support/job-sim.js";
+import { startStageOut } from "../support/job-sim.js";
 import { run as runIn, startTestEnv } from "../support/k8s-env.js";
 import { until } from "../support/wait.js";
 import { freePorts } from "../support/minio.js";
@@ -1002,7 +1002,10 @@ t.test("install: the api-server and the operator, with the rendered args and env
   const parsed = parseConfig(api.env);
   if (!parsed.ok) throw new Error(parsed.message);
   const store = await createStore(parsed.config, "");
-  const sim = await startJobSimulator({ client, namespace: NS, store, delayMs: 200 });
+  // The real Job controller makes the step's pod, the scheduler binds it to a kwok node, and the
+  // stage-out stand-in uploads its outputs (nothing runs on a kwok node); kwok ends it.
+  await env.addKwokNodes(1);
+  const sim = await startStageOut({ client, namespace: NS, store });
   t.teardown(() => sim.stop());
 
   const runId = await submit(oneStep);
