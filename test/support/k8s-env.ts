@@ -32,6 +32,17 @@
  * (etcd's v3 JSON gateway: `POST /v3/kv/compaction`), `apiserverArgs` (e.g.
  * `--watch-cache=false`, so a watch from a compacted revision gets 410 Gone from etcd itself).
  *
+ * Operator tests, as a cluster would run them:
+ *   const env = await startTestEnv({ kwokNodes: 2 });                  // steps on kwok nodes
+ *   const stageOut = await startStageOut({ client, namespace, store }); // job-sim.ts: outputs, then Succeeded
+ *   // decide: (pod, job) => ({ action: "fail", exitCode: 137, reason: "OOMKilled" }) or "hold"
+ * or, for real tools, `startNode(client, { operonImage, operon })` (pod-runner.ts) and no kwok
+ * nodes (the scheduler spreads pods over every schedulable node: when both kinds exist, steer
+ * with the step-pod configuration's nodeSelector, `type: kwok` or `operon.dev/test-node: "true"`).
+ * Timings to expect: the Job controller replaces a failed pod (an eviction, a lost node) only
+ * after its pod-failure backoff, 10 s doubling with each failure; a graceful restartApiserver
+ * is 8–10 s; see NODE_TIMING for nodes.
+ *
  * Binaries: KUBEBUILDER_ASSETS (a folder with etcd, kube-apiserver, kubectl, and for "full"
  * kube-controller-manager and kube-scheduler of the same release) or the cache folder that
  * `make test-deps` fills; kwok from `<cache>/kwok-<version>/kwok`. Also behind
@@ -104,7 +115,8 @@ export const CONTROLLERS = [
 /**
  * How fast node trouble is noticed (real clusters: 5 s / 50 s / 300 s). A node whose Lease is
  * not renewed for `gracePeriod` is marked NotReady/Unknown and tainted NoExecute; its pods are
- * evicted `tolerationSeconds` later (the DefaultTolerationSeconds admission plugin gives every
+ * evicted `tolerationSeconds` later (unless every node is NotReady at once: the controller then
+ * assumes it lost the API server, not the nodes, and evicts nothing) (the DefaultTolerationSeconds admission plugin gives every
  * pod that toleration for not-ready/unreachable). kwok renews its nodes' Leases every
  * `kwokLeaseSeconds / 4` s, the test kubelet every second. A node that is deleted leaves its
  * pods to the pod GC, which waits a fixed 40 s quarantine (checked every 20 s; constants of
@@ -113,9 +125,10 @@ export const CONTROLLERS = [
  */
 export const NODE_TIMING = {
   monitorPeriod: "1s",
-  gracePeriod: "8s",
-  startupGracePeriod: "10s",
-  tolerationSeconds: 3,
+  // Longer than a graceful restartApiserver (8–10 s without heartbeats): a restart is not a node loss.
+  gracePeriod: "20s",
+  startupGracePeriod: "20s",
+  tolerationSeconds: 5,
   kwokLeaseSeconds: 4,
 } as const;
 

@@ -476,7 +476,7 @@ export async function startNode(client: KubeClient, options: TestNodeOptions = {
             if (stop.signal.aborted) break;
             if (!(await pulled(c))) { ok = false; break; }
             states.set(c.name, { running: { startedAt: nowIso() } });
-            void report("Pending");
+            void report("Pending").catch(onError);
             const run = await runContainer(c, ctx, client);
             runs.push(run);
             states.set(c.name, { terminated: terminated(run, (states.get(c.name)?.running?.startedAt) ?? nowIso()) });
