@@ -48,29 +48,28 @@
  * node options for the operator, e.g. `--prof --logfile=/tmp/v8.log`). With any knob but the
  * timeout set, bench/RESULTS.md is left alone.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
-import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { parseConfig, type Config } from "../core/config.js";
 import { ulid } from "../core/ids.js";
-import { buildJob, type JobObject } from "../core/kubernetes/jobs.js";
-import { ANNOTATION, LABEL, jobName } from "../core/kubernetes/pipelinerun.js";
+import { buildJob } from "../core/kubernetes/jobs.js";
+import { ANNOTATION, jobName } from "../core/kubernetes/pipelinerun.js";
 import { stepCompute } from "../core/kubernetes/step-pods.js";
 import { stepTimeoutMs } from "../core/plan.js";
 import type { ObjectStore, RunRecord } from "../core/ports.js";
-import type { PipelineSpec } from "../core/spec/schema.js";
 import { buildInvocation, defaultCatalogue } from "../core/tools/index.js";
 import { createStore } from "../engine/runtime.js";
 import { stepStorageEnv } from "../operator/cluster.js";
 import { createClusterEngine } from "../engine/runtime.js";
-import { createKubeClient, paths, type KubeClient } from "../adapters/kubernetes/client.js";
-import { Informer, type KubeObject } from "../adapters/kubernetes/informer.js";
+import { createKubeClient, paths } from "../adapters/kubernetes/client.js";
 import { startStageOut, type StageOut } from "../test/support/job-sim.js";
 import { K8S_VERSION, startTestEnv, type TestEnv } from "../test/support/k8s-env.js";
-import { freePorts } from "../test/support/minio.js";
+import {
+  STEPS, apiserverCounts, cpuSeconds, cpuSnapshot, dag, dependentLatencies, f1, int, isTrue, loadAverage as load, metric, pct, root, sleep, staleDist,
+  startOperatorProcess as startOperator, startWatches, statusKb, type ApiCounts, type Job, type OperatorProc, type Watches,
+} from "./cluster-harness.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 500);
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 900);
@@ -91,169 +90,16 @@ const NS = "bench";
 const RECORD = process.env.BENCH_RECORD === "1";
 const DEFAULT_SIZES = RUNS === 500 && NODES === 10 && POD_MS === 100 && STEADY_RUNS === 300 && STEADY_PER_MIN === 300 && !PROF_DIR && !DUMP_DIR && !WORKERS && !process.env.BENCH_OPERATOR_MAIN && NODE_ARGS.length === 0;
 
-const root = fileURLToPath(new URL("..", import.meta.url));
 const operatorMain = process.env.BENCH_OPERATOR_MAIN ?? join(root, "dist/cli/main.js");
 if (!existsSync(join(root, "dist/operator/cluster.js"))) throw new Error("run `make build` first (the operator process runs dist/)");
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const log = (m: string) => process.stderr.write(`[cluster bench] ${m}\n`);
-const f1 = (x: number) => x.toFixed(1);
-const int = (x: number) => Math.round(x).toLocaleString("en");
-const sorted = (xs: number[]) => xs.slice().sort((a, b) => a - b);
-/** Nearest-rank percentile. */
-const pct = (xs: number[], p: number) => { const s = sorted(xs); return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN; };
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
-/** Source files newer than the dist/ the operator process runs: measured code may be stale. */
-function staleDist(): string[] {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith(".ts")) {
-        const js = join(root, "dist", relative(root, p)).replace(/\.ts$/, ".js");
-        if (!existsSync(js) || statSync(js).mtimeMs < statSync(p).mtimeMs) out.push(relative(root, p));
-      }
-    }
-  };
-  for (const d of ["core", "adapters", "operator", "api-server", "cli"]) walk(join(root, d));
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// /proc readings
-
-function statusKb(pid: number, field: "VmRSS" | "VmHWM"): number {
-  try {
-    const m = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) : 0;
-  } catch { return 0; }
-}
-
-const CLK_TCK = 100;
-/** utime + stime of a process, seconds. */
-function cpuSeconds(pid: number): number {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
-  } catch { return 0; }
-}
-
-/** Descendant processes of this one by command name (etcd, kube-apiserver, minio, node…). */
-function descendants(): Map<string, number[]> {
-  const parent = new Map<number, number>();
-  const comm = new Map<number, string>();
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const s = readFileSync(`/proc/${e}/stat`, "utf8");
-      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-      parent.set(Number(e), Number(f[1]));
-      comm.set(Number(e), s.slice(s.indexOf("(") + 1, s.lastIndexOf(")")));
-    } catch { /* gone */ }
-  }
-  const out = new Map<string, number[]>();
-  for (const [pid, name] of comm) {
-    let p = parent.get(pid);
-    for (let depth = 0; p !== undefined && p > 1 && depth < 10; depth++) {
-      if (p === process.pid) { out.set(name, [...(out.get(name) ?? []), pid]); break; }
-      p = parent.get(p);
-    }
-  }
-  return out;
-}
-
-/** CPU seconds used so far by this process and by each of its descendants, grouped by name. */
-function cpuSnapshot(operatorPid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [name, pids] of descendants()) {
-    for (const pid of pids) {
-      const key = pid === operatorPid ? "operator" : name;
-      out.set(key, (out.get(key) ?? 0) + cpuSeconds(pid));
-    }
-  }
-  const u = process.cpuUsage();
-  out.set("bench", (u.user + u.system) / 1e6);
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The operator process
-
-interface OperatorProc {
-  child: ChildProcess; pid: number; port: number;
-  /** Lines the operator logged, by kind ("reconcile … failed", "informer: …", other), with a first example. */
-  logged: Map<string, { n: number; first: string }>;
-  tail(): string; exit(): string | undefined; stop(): Promise<void>;
-}
-
-async function startOperatorProcess(env: TestEnv): Promise<OperatorProc> {
-  const [port] = await freePorts(1) as [number];
-  const node = [...NODE_ARGS, ...(PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : []), operatorMain, "operator"];
-  // Linux: setpriv makes the operator die with this process even on SIGKILL (it execs: same pid).
-  const [cmd, args] = existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", process.execPath, ...node]] : [process.execPath, node];
-  const child = spawn(cmd, args, {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp",
-      ...env.env, KUBECONFIG: env.kubeconfigPath,
-      OPERON_MODE: "cluster", OPERON_NAMESPACE: NS, OPERON_POD_NAME: "bench-operator", PORT: String(port), HOST: "127.0.0.1",
-      OPERON_ORG_CONCURRENCY: String(LIMIT), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-      ...(WORKERS ? { OPERON_OPERATOR_WORKERS: WORKERS } : {}),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let partial = "";
-  const logged = new Map<string, { n: number; first: string }>();
-  const keep = (d: Buffer) => {
-    const text = d.toString();
-    out = (out + text).slice(-20_000);
-    if (DUMP_DIR) appendFileSync(join(DUMP_DIR, "operator.log"), text);
-    const lines = (partial + text).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) {
-      const kind = /^reconcile \S+ failed/.test(line) ? "reconcile failed" : /^informer:/.test(line) ? "informer error" : /^leader election:/.test(line) ? "leader election error" : "other";
-      const k = logged.get(kind);
-      if (k) k.n++; else logged.set(kind, { n: 1, first: line.slice(0, 300) });
-    }
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  let exited: string | undefined;
-  const exitP = new Promise<void>((r) => child.on("exit", (code, sig) => { exited = sig ? `signal ${sig}` : `code ${code}`; r(); }));
-  const kill = () => { if (!exited) child.kill("SIGKILL"); };
-  process.on("exit", kill);
-  const p: OperatorProc = {
-    child, pid: child.pid ?? 0, port, logged,
-    tail: () => out.trimEnd().split("\n").slice(-15).join("\n"),
-    exit: () => exited,
-    async stop() {
-      if (!exited) {
-        child.kill("SIGTERM");
-        const ok = await Promise.race([exitP.then(() => true), sleep(15_000).then(() => false)]);
-        if (!ok) { child.kill("SIGKILL"); await exitP; }
-      }
-      process.off("exit", kill);
-    },
-  };
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`the operator exited (${exited}) before leading:\n${p.tail()}`);
-    try { if ((await metric(p, "operon_operator_leader")) === 1) return p; } catch { /* not listening yet */ }
-    if (Date.now() > deadline) { await p.stop(); throw new Error(`the operator did not take the Lease within 60 s:\n${p.tail()}`); }
-    await sleep(100);
-  }
-}
-
-async function metric(p: OperatorProc, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${p.port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
-  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
-  if (!m) throw new Error(`no ${name} in the operator's /metrics`);
-  return Number(m[1]);
-}
+const startOperatorProcess = (env: TestEnv): Promise<OperatorProc> => startOperator(env, {
+  namespace: NS, orgLimit: LIMIT, main: operatorMain, nodeArgs: NODE_ARGS,
+  ...(PROF_DIR ? { profDir: PROF_DIR } : {}), ...(DUMP_DIR ? { dumpDir: DUMP_DIR } : {}), ...(WORKERS ? { workers: WORKERS } : {}),
+});
 
 /** The operator's operon_step_start_latency_seconds series: "bucket|le|slot|step", "sum|slot|step", "count|slot|step" → value. */
 async function stepStartSeries(p: OperatorProc): Promise<Map<string, number>> {
@@ -280,26 +126,6 @@ function stepStartGroup(before: Map<string, number>, after: Map<string, number>,
   const within = (le: number) => d(`bucket|${le}|${slot}|${step}`);
   const bound = (q: number) => { const le = les.find((x) => within(x) >= q * n); return le === undefined ? `> ${les.at(-1)} s` : `≤ ${le} s`; };
   return { n, underOne: n ? within(1) / n : NaN, p50: bound(0.5), p99: bound(0.99), meanS: n ? d(`sum|${slot}|${step}`) / n : NaN };
-}
-
-/** The apiserver's request counters, by verb and resource[/subresource] (all clients). */
-interface ApiCounts { n: Map<string, number>; errors: Map<string, number>; seconds: Map<string, number> }
-async function apiserverCounts(env: TestEnv): Promise<ApiCounts> {
-  const r = await env.kubectl(["get", "--raw", "/metrics"]);
-  if (r.code !== 0) throw new Error(`kubectl get --raw /metrics: ${r.stderr.trim()}`);
-  const out: ApiCounts = { n: new Map(), errors: new Map(), seconds: new Map() };
-  const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
-  for (const line of r.stdout.split("\n")) {
-    const m = /^(apiserver_request_total|apiserver_request_duration_seconds_sum)\{([^}]*)\} (\S+)$/.exec(line);
-    if (!m) continue;
-    const l = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (!["jobs", "pods", "pipelineruns", "leases", "events", "nodes"].includes(l.resource ?? "")) continue;
-    const key = `${l.verb} ${l.resource}${l.subresource ? `/${l.subresource}` : ""}`;
-    const v = Number(m[3]);
-    if (m[1] === "apiserver_request_total") { add(out.n, key, v); if (!/^2/.test(l.code ?? "")) add(out.errors, `${key} ${l.code}`, v); }
-    else add(out.seconds, key, v);
-  }
-  return out;
 }
 
 /** Counts an ObjectStore's calls by method (the bench's own wrapper; the store is unchanged). */
@@ -336,126 +162,6 @@ function summarizeProfile(file: string): string {
   }
   const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `  ${f1(v).padStart(8)} ms  ${f1((100 * v) / total).padStart(5)} %  ${k}`).join("\n");
   return `operator CPU profile ${file}: ${f1(total / 1000)} s busy\nby file / package:\n${top(byFile, 15)}\nby function (self time):\n${top(byFn, 25)}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// ---------------------------------------------------------------------------------------------
-// The workload
-
-const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` } });
-const dag: PipelineSpec = {
-  id: "bench-dag",
-  inputs: [{ name: "bam", type: "file" }],
-  steps: [
-    step("a", "${bam}"),
-    step("b", "${a.outputFile}", ["a"]),
-    step("c", "${a.outputFile}", ["a"]),
-    step("d", "${b.outputFile}", ["b", "c"]),
-    step("e", "${d.outputFile}", ["d"]),
-  ],
-} as PipelineSpec;
-const STEPS = dag.steps.length;
-
-type Job = JobObject & KubeObject;
-interface Pod extends KubeObject { spec?: { nodeName?: string }; status?: { phase?: string } }
-
-const isTrue = (job: Job, ...types: string[]) => job.status?.conditions?.some((c) => types.includes(c.type) && c.status === "True") ?? false;
-
-/**
- * The bench's own watches of one namespace: when each step Job's first pod was first seen, when
- * a pod of it was first seen Succeeded (bench clock, ms), and the most Jobs of one organization
- * active at once (created, neither Complete nor Failed nor deleted).
- */
-interface Watches {
-  podCreated: Map<string, number>;
-  podSucceeded: Map<string, number>;
-  /** Pods seen per Job (more than one: the Job controller replaced one). */
-  podsPerJob: Map<string, Set<string>>;
-  /** Pods per node, as bound. */
-  perNode: Map<string, number>;
-  jobsSeen: Set<string>;
-  /** Most steps of one organization running at once: Jobs created whose outcome is not decided (no SuccessCriteriaMet, FailureTarget, Complete or Failed, not stopped): what the limit counts. */
-  maxActivePerOrg: Map<string, number>;
-  /** Most Jobs of one organization not yet Complete/Failed (also those past SuccessCriteriaMet whose pod the controller still finalizes). */
-  maxUnfinishedPerOrg: Map<string, number>;
-  /** Most pods of one organization neither Succeeded nor Failed at once. */
-  maxPodsPerOrg: Map<string, number>;
-  /** Calls `f` on every Job change after the Job watch has recorded it. */
-  onJob(f: (job: Job) => void): void;
-  stop(): void;
-}
-
-async function startWatches(client: KubeClient, ns: string, onError: (e: unknown) => void): Promise<Watches> {
-  const podCreated = new Map<string, number>();
-  const podSucceeded = new Map<string, number>();
-  const podsPerJob = new Map<string, Set<string>>();
-  const podNode = new Map<string, string>();
-  const perNode = new Map<string, number>();
-  const jobsSeen = new Set<string>();
-  const maxActivePerOrg = new Map<string, number>();
-  const maxUnfinishedPerOrg = new Map<string, number>();
-  const maxPodsPerOrg = new Map<string, number>();
-  /** Tracks members of a set per organization and the most at once. */
-  const counter = (max: Map<string, number>) => {
-    const sets = new Map<string, Set<string>>();
-    return (org: string, name: string, member: boolean) => {
-      const set = sets.get(org) ?? new Set<string>();
-      sets.set(org, set);
-      if (!member) set.delete(name);
-      else if (!set.has(name)) { set.add(name); max.set(org, Math.max(max.get(org) ?? 0, set.size)); }
-    };
-  };
-  const activeJobs = counter(maxActivePerOrg);
-  const unfinishedJobs = counter(maxUnfinishedPerOrg);
-  const runningPods = counter(maxPodsPerOrg);
-  const listeners: Array<(job: Job) => void> = [];
-  const pods = new Informer<Pod>({
-    client, path: paths.pods(ns), labelSelector: "operon.dev/run", onError,
-    transform: (p) => p,
-    onChange: (pod) => {
-      const now = Date.now();
-      const job = pod.metadata.labels?.["batch.kubernetes.io/job-name"] ?? pod.metadata.labels?.["job-name"];
-      if (!job) return;
-      const set = podsPerJob.get(job) ?? new Set<string>();
-      podsPerJob.set(job, set);
-      if (!set.has(pod.metadata.name)) { set.add(pod.metadata.name); if (!podCreated.has(job)) podCreated.set(job, now); }
-      const node = pod.spec?.nodeName;
-      if (node && !podNode.has(pod.metadata.name)) { podNode.set(pod.metadata.name, node); perNode.set(node, (perNode.get(node) ?? 0) + 1); }
-      if (pod.status?.phase === "Succeeded" && !podSucceeded.has(job)) podSucceeded.set(job, now);
-      const gone = pods.get(pod.metadata.name) === undefined;
-      runningPods(pod.metadata.labels?.[LABEL.org] ?? "", pod.metadata.name, !gone && pod.status?.phase !== "Succeeded" && pod.status?.phase !== "Failed");
-    },
-  });
-  const jobs = new Informer<Job>({
-    client, path: paths.jobs(ns), labelSelector: "operon.dev/run", onError,
-    onChange: (job) => {
-      const name = job.metadata.name;
-      const org = job.metadata.annotations?.[ANNOTATION.org] ?? "";
-      jobsSeen.add(name);
-      const gone = jobs.get(name) === undefined;
-      const finished = gone || isTrue(job, "Complete", "Failed");
-      unfinishedJobs(org, name, !finished);
-      activeJobs(org, name, !finished && !isTrue(job, "SuccessCriteriaMet", "FailureTarget") && !job.metadata.annotations?.[ANNOTATION.stopped]);
-      for (const f of listeners) f(job);
-    },
-  });
-  await Promise.all([pods.start(), jobs.start()]);
-  return { podCreated, podSucceeded, podsPerJob, perNode, jobsSeen, maxActivePerOrg, maxUnfinishedPerOrg, maxPodsPerOrg, onJob: (f) => listeners.push(f), stop: () => { pods.stop(); jobs.stop(); } };
-}
-
-/** Child pod first seen − latest parent pod seen Succeeded, for every dependent step of the runs. */
-function dependentLatencies(w: Watches, runIds: string[]): number[] {
-  const out: number[] = [];
-  for (const runId of runIds) {
-    for (const s of dag.steps) {
-      if (!s.dependsOn?.length) continue;
-      const child = w.podCreated.get(jobName(runId, s.stepId, 1));
-      const parents = s.dependsOn.map((p) => w.podSucceeded.get(jobName(runId, p, 1)));
-      if (child === undefined || parents.some((x) => x === undefined)) throw new Error(`run ${runId} step ${s.stepId}: its pod or a parent's Succeeded pod was not seen by the bench's watch`);
-      out.push(child - Math.max(...(parents as number[])));
-    }
-  }
-  return out;
 }
 
 /** What the stage-out stand-in does with every pod: upload the outputs, then succeed after POD_MS. */
@@ -544,7 +250,7 @@ async function baseline(env: TestEnv, config: Config, store: ObjectStore, ns: st
       }
       pump();
     });
-    const cpu0 = cpuSnapshot(-1);
+    const cpu0 = cpuSnapshot();
     const api0 = await apiserverCounts(env);
     const t0 = Date.now();
     pump();
@@ -553,7 +259,7 @@ async function baseline(env: TestEnv, config: Config, store: ObjectStore, ns: st
     await Promise.race([allDone, deadline]);
     clearInterval(timer);
     if (failure) throw failure;
-    const cpu1 = cpuSnapshot(-1);
+    const cpu1 = cpuSnapshot();
     const api1 = await apiserverCounts(env);
     const ids = runs.map((r) => r.runId);
     return {
@@ -585,7 +291,6 @@ function jobControllerWrites(api: Map<string, number>, standInWrites: number): n
 const stops: Array<[string, () => Promise<void> | void]> = [];
 let failed = false;
 const benchStart = performance.now();
-const load = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 try {
   const stale = staleDist();
   if (stale.length) log(`warning: dist/ is older than ${stale.length} source file(s) (${stale.slice(0, 3).join(", ")}${stale.length > 3 ? ", …" : ""}): run \`make build\` to measure the current code`);
@@ -706,7 +411,7 @@ try {
   const api0 = await apiserverCounts(env);
   const starts0 = await stepStartSeries(op);
   const s3Calls0 = new Map(apiStore.calls);
-  const cpu0 = cpuSnapshot(op.pid);
+  const cpu0 = cpuSnapshot(new Map([[op.pid, "operator"]]));
   const order = Array.from({ length: RUNS }, (_, i) => ORGS[i % ORGS.length] as string);
   log(`submitting ${RUNS} runs × ${STEPS} steps over ${ORGS.length} organizations (limit ${LIMIT}) at once; load average ${load()}`);
   const t0 = Date.now();
@@ -719,7 +424,7 @@ try {
   const loadDrain = load();
   const writes1 = await metric(op, "operon_operator_api_writes_total");
   const starts1 = await stepStartSeries(op);
-  const cpu1 = cpuSnapshot(op.pid);
+  const cpu1 = cpuSnapshot(new Map([[op.pid, "operator"]]));
   clearInterval(sampler);
   const rssEndKb = statusKb(op.pid, "VmRSS");
   const hwmKb = statusKb(op.pid, "VmHWM");
@@ -775,7 +480,7 @@ try {
   await sleep(2000);
   log(`steady load: ${STEADY_RUNS} runs at ${STEADY_PER_MIN} runs/min`);
   const steadyStarts0 = await stepStartSeries(op);
-  const steadyCpu0 = cpuSnapshot(op.pid);
+  const steadyCpu0 = cpuSnapshot(new Map([[op.pid, "operator"]]));
   const ts0 = Date.now();
   const pending: Array<Promise<string>> = [];
   for (let i = 0; i < STEADY_RUNS; i++) {
@@ -789,7 +494,7 @@ try {
   const steadyRuns = steadyIds.map((id) => finished.get(id) as RunRecord);
   const steadyBad = steadyRuns.filter((r) => r.status !== "completed");
   if (steadyBad.length) throw new Error(`${steadyBad.length} steady-load runs did not complete; first: ${steadyBad[0]?.id} ${steadyBad[0]?.status}: ${steadyBad[0]?.error}`);
-  const steadyCpu1 = cpuSnapshot(op.pid);
+  const steadyCpu1 = cpuSnapshot(new Map([[op.pid, "operator"]]));
   const steadyStarts1 = await stepStartSeries(op);
   const steadyDep = dependentLatencies(w, steadyIds);
   const steadyLagMs = Math.max(...steadyRuns.map((r) => Date.parse(r.completedAt ?? ""))) - lastSubmit;

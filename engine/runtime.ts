@@ -153,7 +153,7 @@ const readOnlyExecutor: StepExecutor = {
 export async function createClusterEngine(config: Config, store: ObjectStore, opts: ClusterEngineOptions): Promise<{ engine: Engine; runs: KubeRunStore; client: KubeClient; stop(): Promise<void> }> {
   // Submission refuses what the operator would (above maxResources, a tool without an image).
   const stepPods = opts.stepPods ?? await loadStepPodConfig(config.OPERON_STEP_POD_CONFIG);
-  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE });
+  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-api-server" });
   const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
   await runs.start();
   const engine = createEngine({ runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, log: opts.log });

@@ -85,7 +85,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
   const tuning = opts.tuning ?? {};
   // Step pods' resources, images, scheduling and reference volumes; a bad file stops start-up.
   const stepPods = opts.stepPods ?? await loadStepPodConfig(config.OPERON_STEP_POD_CONFIG);
-  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, ...(tuning.requestTimeoutMs ? { timeoutMs: tuning.requestTimeoutMs } : {}) });
+  const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-operator", ...(tuning.requestTimeoutMs ? { timeoutMs: tuning.requestTimeoutMs } : {}) });
   const ns = config.OPERON_NAMESPACE;
   const identity = opts.identity ?? `${hostname()}-${randomBytes(4).toString("hex")}`;
   interface Term { abort: AbortController; runs?: KubeRunStore; executor?: KubeJobExecutor; engine?: Engine; janitor?: Janitor; unwatch?: () => void }

@@ -77,6 +77,11 @@ export interface KubeClientOptions {
   namespace?: string;
   /** Deadline of each request (default 30 s). */
   timeoutMs?: number;
+  /**
+   * The User-Agent sent with every request (default `operon`): the apiserver's audit log and
+   * its logs name the client by it, as they do client-go's `<binary>/<version>`.
+   */
+  userAgent?: string;
 }
 
 export async function createKubeClient(opts: KubeClientOptions = {}): Promise<KubeClient> {
@@ -92,6 +97,7 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
   const namespace = opts.namespace ?? context?.namespace ?? "default";
   const agent = tls ? new HttpsAgent({ keepAlive: true, maxSockets: 32 }) : new HttpAgent({ keepAlive: true, maxSockets: 32 });
   const defaultTimeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const userAgent = `${opts.userAgent ?? "operon"} (${process.platform}/${process.arch}) node/${process.versions.node}`;
   let writes = 0;
 
   // Credentials can rotate (projected service-account tokens): re-read them every minute.
@@ -118,7 +124,7 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
     const qs = q.toString();
     const a = await authOptions();
     const body = init.body === undefined ? undefined : Buffer.from(JSON.stringify(init.body));
-    const headers: Record<string, string> = { ...(a.headers as Record<string, string> | undefined), accept: init.accept ?? "application/json" };
+    const headers: Record<string, string> = { ...(a.headers as Record<string, string> | undefined), accept: init.accept ?? "application/json", "user-agent": userAgent };
     if (body) {
       headers["content-type"] = init.patch ? PATCH_TYPES[init.patch] : "application/json";
       headers["content-length"] = String(body.length);
