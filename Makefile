@@ -100,20 +100,22 @@ bench-charts: install
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(CHART_BENCH_PACKAGES) >/dev/null; }
 	npx tsx bench/charts.bench.ts
 
-# Operon next to the systems users would pick instead (issue 19; bench/RESULTS.md, section
-# "peers-laptop", and README's "Performance"). Laptop: the built-in bwa-align pipeline against the
-# same commands as bench/peers/Snakefile and bench/peers/cwl/ under Debian's snakemake and
-# cwltool, installed here when missing. The cluster half (Argo Workflows, Tekton on the test
-# control plane) is to be bench/peers/cluster.bench.ts, run by this target too.
+# Operon next to the systems users would pick instead (issue 19; bench/RESULTS.md, sections
+# "peers-laptop" and "peers-cluster", and README's "Performance"). Laptop: the built-in bwa-align
+# pipeline against the same commands as bench/peers/Snakefile and bench/peers/cwl/ under Debian's
+# snakemake and cwltool, installed here when missing. Cluster: the operator against Argo
+# Workflows' controller (built once from its Go module by bench/peers/peers-deps.sh, cached
+# outside the repository, never by `make test`) on the test control plane.
 .PHONY: bench-peers
 PEERS_LAPTOP_PACKAGES := snakemake cwltool
-bench-peers: build debian-tools
+bench-peers: build debian-tools test-deps
+	@bash bench/peers/peers-deps.sh
 	@command -v snakemake >/dev/null && command -v cwltool >/dev/null || { \
 	  echo "installing Debian packages: $(PEERS_LAPTOP_PACKAGES)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(PEERS_LAPTOP_PACKAGES) >/dev/null; }
 	npx tsx bench/peers/laptop.bench.ts
-	@if [ -f bench/peers/cluster.bench.ts ]; then npx tsx bench/peers/cluster.bench.ts; fi
+	npx tsx bench/peers/cluster.bench.ts
 
 clean:
 	rm -rf dist .tap node_modules
