@@ -260,7 +260,12 @@ export interface Watches {
   /** Pods per node, as bound. */
   perNode: Map<string, number>;
   jobsSeen: Set<string>;
-  /** Most steps of one organization running at once: Jobs created whose outcome is not decided (no SuccessCriteriaMet, FailureTarget, Complete or Failed, not stopped): what the limit counts. */
+  /**
+   * Most steps of one organization open at once: Jobs created whose outcome is not decided (no
+   * pod Succeeded, no SuccessCriteriaMet, FailureTarget, Complete or Failed, not stopped): what
+   * the operator's ledger counts. The Job and pod watches are two streams, so this can briefly
+   * count a step the operator already saw succeed: maxPodsPerOrg (one stream) is the exact check.
+   */
   maxActivePerOrg: Map<string, number>;
   /** Most Jobs of one organization not yet Complete/Failed (also those past SuccessCriteriaMet whose pod the controller still finalizes). */
   maxUnfinishedPerOrg: Map<string, number>;
@@ -307,7 +312,7 @@ export async function startWatches(client: KubeClient, ns: string, onError: (e: 
       if (!set.has(pod.metadata.name)) { set.add(pod.metadata.name); if (!podCreated.has(job)) podCreated.set(job, now); }
       const node = pod.spec?.nodeName;
       if (node && !podNode.has(pod.metadata.name)) { podNode.set(pod.metadata.name, node); perNode.set(node, (perNode.get(node) ?? 0) + 1); }
-      if (pod.status?.phase === "Succeeded" && !podSucceeded.has(job)) podSucceeded.set(job, now);
+      if (pod.status?.phase === "Succeeded" && !podSucceeded.has(job)) { podSucceeded.set(job, now); activeJobs(pod.metadata.labels?.[LABEL.org] ?? "", job, false); }
       const gone = pods.get(pod.metadata.name) === undefined;
       runningPods(pod.metadata.labels?.[LABEL.org] ?? "", pod.metadata.name, !gone && pod.status?.phase !== "Succeeded" && pod.status?.phase !== "Failed");
     },
@@ -321,7 +326,7 @@ export async function startWatches(client: KubeClient, ns: string, onError: (e: 
       const gone = jobs.get(name) === undefined;
       const finished = gone || isTrue(job, "Complete", "Failed");
       unfinishedJobs(org, name, !finished);
-      activeJobs(org, name, !finished && !isTrue(job, "SuccessCriteriaMet", "FailureTarget") && !job.metadata.annotations?.[ANNOTATION.stopped]);
+      activeJobs(org, name, !finished && !podSucceeded.has(name) && !isTrue(job, "SuccessCriteriaMet", "FailureTarget") && !job.metadata.annotations?.[ANNOTATION.stopped]);
       for (const f of listeners) f(job);
     },
   });

@@ -27,7 +27,7 @@
  */
 import { stepLogKeyIn } from "../../core/layout.js";
 import { EventEmitter } from "node:events";
-import { buildJob, jobActive, jobEnded, jobForCache, jobStep, newestPod, observeJob, podForCache, terminationOutputs, STAGE_CONTAINER_IN, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
+import { buildJob, jobActive, jobForCache, jobStep, newestPod, observeJob, podForCache, stepEnded, terminationOutputs, STAGE_CONTAINER_IN, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
 import { parseReferencesReport } from "../../core/references.js";
 import { ANNOTATION, LABEL } from "../../core/kubernetes/pipelinerun.js";
 import { stepCompute, toolImage, type StepPodConfig } from "../../core/kubernetes/step-pods.js";
@@ -344,10 +344,11 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       if (!attached(h)) return;
       const job = jobs.get(h.job);
       if (!job) return;
-      // The step's end is seen at SuccessCriteriaMet / FailureTarget already (its pods may still terminate).
-      if (jobEnded(job) && h.endSeen === undefined) h.endSeen = clock.now();
+      // The step's end is seen when its pod has Succeeded, or at SuccessCriteriaMet / FailureTarget (its pods may still terminate).
+      const pod = podOf(h.job);
+      if (stepEnded(job, pod) && h.endSeen === undefined) h.endSeen = clock.now();
       if (!writing || finished(h.runId)) return;
-      const seen = observeJob(job, podOf(h.job), imageOf(job));
+      const seen = observeJob(job, pod, imageOf(job));
       if (seen.stopNeeded) {
         // The pod cannot start (bad image, bad config): it never will on its own. Its log
         // comes once the Job is stopped.
@@ -503,8 +504,8 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     async kill(runId, stepId, reason) {
       engineStarted();
       const a = latestByStep(runId).get(stepId);
-      // An outcome already decided (SuccessCriteriaMet, FailureTarget) is not overwritten by a stop.
-      if (!a || jobEnded(a.job)) return;
+      // An outcome already decided (the pod Succeeded, SuccessCriteriaMet, FailureTarget) is not overwritten by a stop.
+      if (!a || stepEnded(a.job, podOf(a.h.job))) return;
       // The Job controller enforces the step's timeout (activeDeadlineSeconds) and says so
       // (DeadlineExceeded): the operator's own timer races it, so it stops the Job only as a
       // backstop, once the deadline is DEADLINE_GRACE_MS past (the reconciler asks again).

@@ -17,11 +17,19 @@
  * several pods: the newest speaks for it (newestPod), and one that failed by disruption while
  * the Job is still active is not the step's failure.
  *
- * The Job controller (Kubernetes ≥ 1.31) writes `SuccessCriteriaMet` before `Complete` and
- * `FailureTarget` before `Failed`, and adds the final condition only once the Job's pods are
- * gone. The step's outcome is read from the first of each pair: at `SuccessCriteriaMet` the
- * pod has succeeded and its outputs are in storage, so dependent steps may start at once; at
- * `FailureTarget` the step has failed whatever the controller still has to clean up. Whether
+ * A step succeeds when the pod that speaks for its Job has Succeeded: every container, the
+ * stage-out helper last, exited 0 under `restartPolicy: Never`, so the tool ran and the outputs
+ * are in storage, and with one completion and no other pod running the Job controller can only
+ * agree. That is read from the pod at once (stepEnded), not after the Job controller has
+ * noticed it: the controller batches a Job's pod events for up to a second and queues behind
+ * every other Job, and dependent steps waiting on its `SuccessCriteriaMet` would wait with it
+ * (the peer bench measured that hop as most of a dependent step's latency). The Job controller
+ * (Kubernetes ≥ 1.31) writes `SuccessCriteriaMet` before `Complete` and `FailureTarget` before
+ * `Failed`, and adds the final condition only once the Job's pods are gone. Failures are read
+ * from the Job (the controller applies the podFailurePolicy), from the first of its pair: at
+ * `FailureTarget` the step has failed whatever the controller still has to clean up; success
+ * from the pod or from `SuccessCriteriaMet`, whichever is seen first. A deadline the controller
+ * writes after the pod succeeded (a race at the deadline) does not undo the success. Whether
  * the Job still holds one of its organization's slots (jobActive) waits for the second:
  * between the two the controller may still be terminating a pod (a deadline: the tool is
  * sent SIGTERM and has its grace period), which uses the node like a running step. So a new
@@ -307,9 +315,23 @@ export function jobActive(job: JobObject): boolean {
   return !cond(job, "Complete") && !cond(job, "Failed") && !job.metadata.annotations?.[ANNOTATION.stopped];
 }
 
-/** The step's outcome is decided: succeeded or failed (perhaps with pods still terminating), or stopped. */
+/** The Job says the step's outcome is decided: succeeded or failed (perhaps with pods still terminating), or stopped. */
 export function jobEnded(job: JobObject): boolean {
   return !jobActive(job) || cond(job, "SuccessCriteriaMet") !== undefined || cond(job, "FailureTarget") !== undefined;
+}
+
+/** The pod ran to success: every container exited 0, the stage-out helper's upload included (module comment). */
+export function podSucceeded(pod: PodObject | undefined): boolean {
+  return pod?.status?.phase === "Succeeded";
+}
+
+/**
+ * The step's outcome is decided, as the Job says it (jobEnded) or as the pod that speaks for it
+ * says it before the Job controller has written it (podSucceeded). An open step holds its
+ * organization's slot in the reconciler's ledger.
+ */
+export function stepEnded(job: JobObject, pod: PodObject | undefined): boolean {
+  return jobEnded(job) || podSucceeded(pod);
 }
 
 const isDisruption = (c: PodCondition) => c.type === "DisruptionTarget" && c.status === "True";
@@ -439,9 +461,10 @@ export function imageDigest(pod: PodObject | undefined): string | null {
 }
 
 /**
- * What a Job and the pod that speaks for it (newestPod) say about the step. The outcome is read
- * from `SuccessCriteriaMet` / `FailureTarget` as soon as the Job controller writes them, else
- * from `Complete` / `Failed` (module comment).
+ * What a Job and the pod that speaks for it (newestPod) say about the step. Success is read from
+ * the pod's Succeeded phase or from `SuccessCriteriaMet` / `Complete`, whichever comes first;
+ * failure from `FailureTarget` / `Failed` as soon as the Job controller writes them (module
+ * comment).
  */
 export function observeJob(job: JobObject, pod: PodObject | undefined, toolImage?: string): JobObservation {
   const a = job.metadata.annotations ?? {};
@@ -460,6 +483,11 @@ export function observeJob(job: JobObject, pod: PodObject | undefined, toolImage
   if (complete) {
     const finishedAt = ms(job.status?.completionTime) ?? ms(complete.lastTransitionTime);
     return { state: { ...base, phase: "completed", exitCode: 0, imageDigest: imageDigest(pod), ...(finishedAt !== undefined ? { finishedAt } : {}) }, completed: true, stopNeeded: false };
+  }
+  // The pod succeeded before the Job controller said so (module comment).
+  if (podSucceeded(pod)) {
+    const finishedAt = allStatuses(pod).map((s) => ms(s.state?.terminated?.finishedAt)).filter((x): x is number => x !== undefined).reduce((a, b) => Math.max(a, b), -Infinity);
+    return { state: { ...base, phase: "completed", exitCode: 0, imageDigest: imageDigest(pod), ...(finishedAt > -Infinity ? { finishedAt } : {}) }, completed: true, stopNeeded: false };
   }
   const failed = cond(job, "Failed") ?? cond(job, "FailureTarget");
   if (failed) {

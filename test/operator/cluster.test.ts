@@ -24,7 +24,7 @@ import { createClusterEngine } from "../../engine/runtime.js";
 import { stepStartCounts } from "../support/metrics.js";
 import { createKubeClient, isNotFound, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
-import { Informer } from "../../adapters/kubernetes/informer.js";
+import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { record } from "../support/recorder.js";
@@ -217,9 +217,8 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
   const hs = await Promise.all(orgs.map(org));
   const counts0 = await stepStartCounts((await operatorEngine()).metrics);
   // Pods are held (their steps run) until every organization is saturated, then released.
-  // Active = a Job the Job controller has not ended (no SuccessCriteriaMet/FailureTarget yet)
-  // or that still counts a pod as active. (Between SuccessCriteriaMet and Complete the Job's
-  // pod has succeeded and nothing runs: the operator reuses the slot then, core/kubernetes/jobs.ts.)
+  // Active = a step pod neither Succeeded nor Failed. (Once its pod has Succeeded nothing of the
+  // step runs: the operator reuses the slot then, before the Job controller marks the Job.)
   const active = await trackActiveJobs(orgs);
   t.teardown(() => active.stop());
   // Per organization: 3 runs of 3 independent steps = 9 ready steps for 5 slots.
@@ -230,7 +229,7 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
   const runOrg = new Map(runs.map((r, i) => [r.id, orgs[i % 3] as string]));
   // Every org's 5 pods created by the Job controller and running: an over-admission would show by now.
   await until("5 running pods per organization", () => orgs.every((o) => stageOut.held().filter((p) => runOrg.get(runIds.find((id) => p.startsWith(`${id}-`)) ?? "") === o).length >= 5), 60_000);
-  for (const o of orgs) t.equal(active.now(o), 5, `${o}: 5 Jobs active while 9 steps are ready`);
+  for (const o of orgs) t.equal(active.now(o), 5, `${o}: 5 step pods while 9 steps are ready`);
   // While saturated, a waiting step says why and where it is in the queue.
   const waiting = await until("a waiting step", async () => {
     for (const r of runs) {
@@ -244,8 +243,8 @@ t.test("the per-organization limit holds across 3 organizations", async (t) => {
   autoFinish(runIds);
   for (const r of runs) await until(`run ${r.id}`, async () => ((await getRun(r.h, r.id)).status === "completed" ? true : undefined), 90_000);
   for (const o of orgs) {
-    t.equal(active.max(o), 5, `${o}: never more than 5 Jobs active at once (as the Job controller reports them), from start to drain`);
-    t.equal(active.now(o), 0, `${o}: every Job Complete at the end`);
+    t.equal(active.max(o), 5, `${o}: never more than 5 step pods running at once, from start to drain`);
+    t.equal(active.now(o), 0, `${o}: every step pod Succeeded at the end`);
   }
   const counts = await stepStartCounts((await operatorEngine()).metrics);
   t.equal(counts.free + counts.waited - counts0.free - counts0.waited, 27, "every one of the 27 steps counted once in operon_step_start_latency_seconds");
@@ -412,21 +411,21 @@ t.test("a completed step whose Job is deleted mid-run (TTL garbage collection) i
 });
 
 /**
- * Step Jobs active per organization as the Job controller reports them — not ended (no
- * SuccessCriteriaMet, FailureTarget, Complete or Failed condition) or with a pod it still
- * counts as active (status.active) — and the most seen at once.
+ * Step pods running per organization — created and neither Succeeded nor Failed, as the pod
+ * watch reports them in revision order — and the most seen at once. A step's slot is free once
+ * its pod has Succeeded (core/kubernetes/jobs.ts stepEnded), even before the Job controller
+ * has written SuccessCriteriaMet: the limit is on what runs.
  */
 async function trackActiveJobs(orgs: string[]): Promise<{ now(org: string): number; max(org: string): number; stop(): void }> {
   const activeNow = new Map<string, Set<string>>(orgs.map((o) => [o, new Set<string>()]));
   const most = new Map<string, number>();
-  const informer: Informer<Job> = new Informer<Job>({
-    client, path: paths.jobs(NS), labelSelector: "operon.dev/run",
-    onChange: (job) => {
-      const set = activeNow.get(job.metadata.labels?.["operon.dev/org"] ?? "");
+  const informer: Informer<KubeObject & { status?: { phase?: string } }> = new Informer({
+    client, path: paths.pods(NS), labelSelector: "operon.dev/run",
+    onChange: (pod) => {
+      const set = activeNow.get(pod.metadata.labels?.["operon.dev/org"] ?? "");
       if (!set) return;
-      const ended = informer.get(job.metadata.name) === undefined
-        || (job.status?.conditions?.some((c) => ["SuccessCriteriaMet", "FailureTarget", "Complete", "Failed"].includes(c.type) && c.status === "True") && !(job.status as { active?: number }).active);
-      if (ended) set.delete(job.metadata.name); else set.add(job.metadata.name);
+      const ended = informer.get(pod.metadata.name) === undefined || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
+      if (ended) set.delete(pod.metadata.name); else set.add(pod.metadata.name);
       for (const [o, s] of activeNow) most.set(o, Math.max(most.get(o) ?? 0, s.size));
     },
   });

@@ -114,6 +114,8 @@ async function completedOnce(t: Test, id: string, stepIds: string[]): Promise<{ 
   const names = jobsOfRun(id);
   t.same(names, stepIds.map((s) => `${id}-${s}-1`).sort(), "Kubernetes: one Job per step, attempt 1, no other ever created");
   const job = (stepId: string) => jobsSeen.last(`${id}-${stepId}-1`) as Job;
+  // The last step completed when its pod Succeeded; the Job controller marks its Job Complete after.
+  await until("every Job Complete", () => stepIds.every((s) => (trueConditions(job(s)) ?? []).some(([type]) => type === "Complete")), 30_000);
   for (const s of stepIds) t.same(trueConditions(job(s)), [["SuccessCriteriaMet", "CompletionsReached"], ["Complete", "CompletionsReached"]], `Job ${s}: Complete`);
   return { run, job };
 }

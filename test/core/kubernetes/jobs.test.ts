@@ -1,5 +1,5 @@
 import t from "tap";
-import { buildJob, imageDigest, jobActive, jobEnded, jobForCache, jobStep, newestPod, observeJob, podDisrupted, podFailure, podForCache, terminationOutputs, TOOL_ENTRY, type JobObject, type PodObject } from "../../../core/kubernetes/jobs.js";
+import { buildJob, imageDigest, jobActive, jobEnded, jobForCache, jobStep, newestPod, observeJob, podDisrupted, podFailure, podForCache, stepEnded, terminationOutputs, TOOL_ENTRY, type JobObject, type PodObject } from "../../../core/kubernetes/jobs.js";
 import type { StepPodConfig } from "../../../core/kubernetes/step-pods.js";
 import type { StepTask } from "../../../core/ports.js";
 
@@ -206,6 +206,7 @@ t.test("the step pod as the configuration says: scheduling, reference volumes, r
 
 const T0 = "2026-11-22T01:00:00Z";
 const T1 = "2026-11-22T01:00:07Z";
+const T2 = "2026-11-22T01:00:09Z";
 const podAt = (name: string, created: string, status: NonNullable<PodObject["status"]>): PodObject => ({ metadata: { name, creationTimestamp: created }, status });
 const ok = { name: "stage-in", state: { terminated: { exitCode: 0 } } };
 const disrupted = (reason: string): NonNullable<PodObject["status"]> => ({
@@ -219,11 +220,19 @@ t.test("the real Job controller's condition sequences", async (t) => {
     return { ...j, metadata: { ...j.metadata, creationTimestamp: T0 }, ...(status ? { status } : {}) };
   };
   const running = podAt("p1", T0, { phase: "Running", initContainerStatuses: [ok, { name: "tool", state: { running: {} } }] });
-  const cases: Array<{ name: string; job: JobObject; pods: PodObject[]; phase: string; message?: RegExp; active: boolean; ended: boolean; exitCode?: number | null; finishedAt?: string }> = [
+  /** `ended`: the step's outcome is decided (stepEnded); `jobSays`: the Job alone says so (jobEnded), when that differs. */
+  const cases: Array<{ name: string; job: JobObject; pods: PodObject[]; phase: string; message?: RegExp; active: boolean; ended: boolean; jobSays?: boolean; exitCode?: number | null; finishedAt?: string }> = [
     { name: "SuccessCriteriaMet alone: completed, the slot still held", job: sizedJob({ active: 0, succeeded: 1, conditions: [{ type: "SuccessCriteriaMet", status: "True", lastTransitionTime: T1 }] }),
       pods: [podAt("p1", T0, { phase: "Succeeded" })], phase: "completed", active: true, ended: true, exitCode: 0, finishedAt: T1 },
     { name: "SuccessCriteriaMet then Complete", job: sizedJob({ succeeded: 1, completionTime: T1, conditions: [{ type: "SuccessCriteriaMet", status: "True" }, { type: "Complete", status: "True" }] }),
       pods: [podAt("p1", T0, { phase: "Succeeded" })], phase: "completed", active: false, ended: true, finishedAt: T1 },
+    { name: "the pod Succeeded before the Job controller noticed: completed at the stage-out's end, the Job still active", job: sizedJob({ active: 1, conditions: [] }),
+      pods: [podAt("p1", T0, { phase: "Succeeded", initContainerStatuses: [ok, { name: "tool", state: { terminated: { exitCode: 0, finishedAt: T1 } } }], containerStatuses: [{ name: "stage-out", state: { terminated: { exitCode: 0, finishedAt: T2 } } }] })],
+      phase: "completed", active: true, ended: true, jobSays: false, exitCode: 0, finishedAt: T2 },
+    { name: "a deadline the Job controller wrote after the pod had Succeeded does not undo the success", job: sizedJob({ succeeded: 1, conditions: [{ type: "FailureTarget", status: "True", reason: "DeadlineExceeded" }] }),
+      pods: [podAt("p1", T0, { phase: "Succeeded" })], phase: "completed", active: true, ended: true, exitCode: 0 },
+    { name: "a replacement pod that Succeeded after a disruption speaks for the Job", job: sizedJob({ active: 0, conditions: [] }),
+      pods: [podAt("p1", T0, disrupted("DeletionByPodGC")), podAt("p2", T1, { phase: "Succeeded" })], phase: "completed", active: true, ended: true, jobSays: false },
     { name: "FailureTarget alone (the tool's exit, FailJob rule): failed, the slot still held",
       job: sizedJob({ failed: 1, conditions: [{ type: "FailureTarget", status: "True", reason: "PodFailurePolicy", message: "Container tool for pod job-executor/p1 failed with exit code 3 matching FailJob rule at index 1", lastTransitionTime: T1 }] }),
       pods: [podAt("p1", T0, { phase: "Failed", initContainerStatuses: [ok, { name: "tool", state: { terminated: { exitCode: 3, reason: "Error" } } }] })],
@@ -267,7 +276,8 @@ t.test("the real Job controller's condition sequences", async (t) => {
     t.equal(o.completed, c.phase === "completed", `${c.name}: completed`);
     t.equal(o.stopNeeded, c.phase === "failed" && !c.ended, `${c.name}: stop needed only for a pod that cannot start`);
     t.equal(jobActive(c.job), c.active, `${c.name}: holds its organization slot`);
-    t.equal(jobEnded(c.job), c.ended, `${c.name}: the step's end is seen`);
+    t.equal(stepEnded(c.job, pod), c.ended, `${c.name}: the step's end is seen`);
+    t.equal(jobEnded(c.job), c.jobSays ?? c.ended, `${c.name}: the Job says the outcome is decided`);
     if (c.exitCode !== undefined) t.equal(o.state.exitCode, c.exitCode, `${c.name}: exit code`);
     if (c.finishedAt) t.equal(o.state.finishedAt, Date.parse(c.finishedAt), `${c.name}: finishedAt`);
   }
