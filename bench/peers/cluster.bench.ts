@@ -49,6 +49,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../../core/config.js";
 import { ulid } from "../../core/ids.js";
+import { jobName } from "../../core/kubernetes/pipelinerun.js";
 import type { RunRecord } from "../../core/ports.js";
 import { createClusterEngine, createStore } from "../../engine/runtime.js";
 import { createKubeClient, type KubeClient } from "../../adapters/kubernetes/client.js";
@@ -100,6 +101,20 @@ interface Result {
   loadAfter: string;
   /** The burst: first submit → last run finished (ms, this machine's clock). */
   window: [number, number];
+  /** Where a run's time goes in the burst (ms): submit → first pod seen; a pod seen → seen Succeeded; last pod Succeeded → run seen finished. */
+  phases: { firstPod: number[]; podLife: number[]; runEnd: number[] };
+}
+
+/** The burst's phases from the bench's own clock: per run, its submit, its steps' pods (seen, Succeeded) and its end. */
+function phasesOf(runs: Array<{ submitted: number; finished: number; pods: Array<{ seen?: number; succeeded?: number }>; last: { succeeded?: number } }>): Result["phases"] {
+  const out: Result["phases"] = { firstPod: [], podLife: [], runEnd: [] };
+  for (const r of runs) {
+    const first = r.pods[0]?.seen;
+    if (first !== undefined) out.firstPod.push(first - r.submitted);
+    for (const p of r.pods) if (p.seen !== undefined && p.succeeded !== undefined) out.podLife.push(p.succeeded - p.seen);
+    if (r.last.succeeded !== undefined) out.runEnd.push(r.finished - r.last.succeeded);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,9 +226,12 @@ async function runOperon(env: TestEnv): Promise<Omit<Result, "writes">> {
       if (r && ["completed", "failed", "cancelled"].includes(r.status) && !finished.has(id)) finished.set(id, { at: Date.now(), run: r });
     };
     stops.push(api.runs.watch((id) => { void check(id); }));
+    const submittedAt = new Map<string, number>();
     const submit = async (organization: string) => {
+      const at = Date.now();
       const r = await api.engine.submit({ organization, workspace: "ws1", keyId: "key_bench", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: dag });
       if (!r.ok) throw new Error(`submit: ${r.message}`);
+      submittedAt.set(r.run.id, at);
       return r.run.id;
     };
     const waitFor = async (ids: string[], deadline: number, what: string) => {
@@ -251,6 +269,10 @@ async function runOperon(env: TestEnv): Promise<Omit<Result, "writes">> {
       maxStepsPerOrg: Math.max(...ORGS.map((o) => w.maxActivePerOrg.get(o) ?? 0)),
       own: ["Operon operator"], notes, loadAfter: loadAverage(),
       window: [t0, end],
+      phases: phasesOf(ids.map((id) => {
+        const pod = (stepId: string) => { const j = jobName(id, stepId, 1); const seen = w.podCreated.get(j); const succeeded = w.podSucceeded.get(j); return { ...(seen !== undefined ? { seen } : {}), ...(succeeded !== undefined ? { succeeded } : {}) }; };
+        return { submitted: submittedAt.get(id) ?? t0, finished: finished.get(id)?.at ?? end, pods: dag.steps.map((st) => pod(st.stepId)), last: pod(dag.steps.at(-1)?.stepId ?? "") };
+      })),
     };
   } finally {
     for (const s of stops.reverse()) { try { await s(); } catch (e) { log(`Operon: stopping: ${String(e)}`); } }
@@ -307,8 +329,10 @@ async function runArgo(env: TestEnv, tuning?: ArgoTuning): Promise<Omit<Result, 
     await Promise.all([pods.start(), wfs.start()]);
     stops.push(() => { pods.stop(); wfs.stop(); });
     const submitter = await client("bench-submit");
+    const submittedAt = new Map<string, number>();
     const submit = async (ns: string) => {
       const name = `run-${ulid(Date.now(), randomBytes(10)).toLowerCase()}`;
+      submittedAt.set(name, Date.now());
       await submitter.request("POST", `/apis/argoproj.io/v1alpha1/namespaces/${ns}/workflows`, { body: argoWorkflow(ns, name, POD_MS) });
       return name;
     };
@@ -352,6 +376,10 @@ async function runArgo(env: TestEnv, tuning?: ArgoTuning): Promise<Omit<Result, 
       maxPodsPerOrg: live.max(ORGS),
       own: ["Argo controller", "Argo executor (wait container)"], notes, loadAfter: loadAverage(),
       window: [t0, end],
+      phases: phasesOf(names.map((wf) => {
+        const pod = (stepId: string) => { const seen = podCreated.get(`${wf}.${stepId}`); const succeeded = podSucceeded.get(`${wf}.${stepId}`); return { ...(seen !== undefined ? { seen } : {}), ...(succeeded !== undefined ? { succeeded } : {}) }; };
+        return { submitted: submittedAt.get(wf) ?? t0, finished: finished.get(wf) ?? end, pods: dag.steps.map((st) => pod(st.stepId)), last: pod(dag.steps.at(-1)?.stepId ?? "") };
+      })),
     };
   } finally {
     for (const s of stops.reverse()) { try { await s(); } catch (e) { log(`Argo: stopping: ${String(e)}`); } }
@@ -421,6 +449,7 @@ const table = [
   row(`drain: ${RUNS} runs submitted at once (runs/min)`, (r) => `**${int(perMin(r))}** (${f1(r.drainMs / 1000)} s)${vs(r, perMin, "higher")}`),
   row("dependent-step latency, in the burst: p50 / p99", (r) => `${int(pct(r.dep, 50))} ms / **${int(pct(r.dep, 99))} ms**${vs(r, (x) => pct(x.dep, 99), "lower")}`),
   row(`dependent-step latency, unloaded (${WARMUP} runs one at a time): p50 / p99`, (r) => `${int(pct(r.depWarm, 50))} ms / ${int(pct(r.depWarm, 99))} ms`),
+  row("in the burst, p50 / p99: submit → first pod; a pod seen → Succeeded; last pod Succeeded → run finished", (r) => `${int(pct(r.phases.firstPod, 50))} / ${int(pct(r.phases.firstPod, 99))} ms; ${int(pct(r.phases.podLife, 50))} / ${int(pct(r.phases.podLife, 99))} ms; ${int(pct(r.phases.runEnd, 50))} / ${int(pct(r.phases.runEnd, 99))} ms`),
   row("API writes per step: the system's own (controller + its executor)", (r) => `**${f1(perStep(r, r.own))}** (${r.own.map((g) => `${g} ${f1(perStep(r, [g]))}`).join(", ")})`),
   row("API writes per step: every client (Job controller, scheduler, kwok, submissions…)", (r) => `${f1(allWrites(r))} (${[...r.writes].filter(([g]) => !r.own.includes(g)).sort((a, b) => b[1] - a[1]).map(([g, n]) => `${g} ${f1(n / steps)}`).join(", ")})`),
   row("controller CPU seconds during the burst / peak RSS", (r) => `${f1(r.controllerCpuS)} s / ${int(r.controllerHwmKb / 1024)} MB`),
