@@ -111,11 +111,10 @@ export function cpuSnapshot(named: ReadonlyMap<number, string> = new Map()): Map
 // The operator process
 
 
-export interface OperatorProc {
-  child: ChildProcess; pid: number; port: number;
+export interface OperatorProc extends ControllerProc {
+  port: number;
   /** Lines the operator logged, by kind ("reconcile … failed", "informer: …", other), with a first example. */
   logged: Map<string, { n: number; first: string }>;
-  tail(): string; exit(): string | undefined; stop(): Promise<void>;
 }
 
 export interface OperatorOptions {
@@ -135,46 +134,38 @@ export interface OperatorOptions {
   workers?: string;
 }
 
-/** `node dist/cli/main.js operator` as its own process (its RSS and CPU are its own); resolves once it holds the Lease. */
-export async function startOperatorProcess(env: TestEnv, o: OperatorOptions): Promise<OperatorProc> {
-  const [port] = await freePorts(1) as [number];
-  const node = [...(o.nodeArgs ?? []), ...(o.profDir ? ["--cpu-prof", `--cpu-prof-dir=${o.profDir}`] : []), o.main ?? join(root, "dist/cli/main.js"), "operator"];
-  // Linux: setpriv makes the operator die with this process even on SIGKILL (it execs: same pid).
-  const [cmd, args] = existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", process.execPath, ...node]] : [process.execPath, node];
-  const child = spawn(cmd, args, {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp",
-      ...env.env, KUBECONFIG: env.kubeconfigPath,
-      OPERON_MODE: "cluster", OPERON_NAMESPACE: o.namespace, OPERON_POD_NAME: "bench-operator", PORT: String(port), HOST: "127.0.0.1",
-      OPERON_ORG_CONCURRENCY: String(o.orgLimit), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-      ...(o.workers ? { OPERON_OPERATOR_WORKERS: o.workers } : {}),
-    },
+/** A controller under test as its own process: its output kept, stopped with SIGTERM (SIGKILL after 15 s). */
+export interface ControllerProc {
+  child: ChildProcess; pid: number;
+  /** The last lines it printed. */
+  tail(): string;
+  /** How it exited, once it has. */
+  exit(): string | undefined;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `bin args` with `env` (plus PATH and HOME) as a controller the bench measures; on Linux
+ * through setpriv, so that it dies with this process even on SIGKILL (setpriv execs: same pid).
+ * `onOutput` sees everything it prints.
+ */
+export function startController(bin: string, args: string[], env: Record<string, string>, opts: { cwd?: string; onOutput?: (text: string) => void } = {}): ControllerProc {
+  const [cmd, argv] = existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", bin, ...args]] : [bin, args];
+  const child = spawn(cmd, argv, {
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  let partial = "";
-  const logged = new Map<string, { n: number; first: string }>();
-  const keep = (d: Buffer) => {
-    const text = d.toString();
-    out = (out + text).slice(-20_000);
-    if (o.dumpDir) appendFileSync(join(o.dumpDir, "operator.log"), text);
-    const lines = (partial + text).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) {
-      const kind = /^reconcile \S+ failed/.test(line) ? "reconcile failed" : /^informer:/.test(line) ? "informer error" : /^leader election:/.test(line) ? "leader election error" : "other";
-      const k = logged.get(kind);
-      if (k) k.n++; else logged.set(kind, { n: 1, first: line.slice(0, 300) });
-    }
-  };
+  const keep = (d: Buffer) => { const text = d.toString(); out = (out + text).slice(-20_000); opts.onOutput?.(text); };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
   let exited: string | undefined;
   const exitP = new Promise<void>((r) => child.on("exit", (code, sig) => { exited = sig ? `signal ${sig}` : `code ${code}`; r(); }));
   const kill = () => { if (!exited) child.kill("SIGKILL"); };
   process.on("exit", kill);
-  const p: OperatorProc = {
-    child, pid: child.pid ?? 0, port, logged,
+  return {
+    child, pid: child.pid ?? 0,
     tail: () => out.trimEnd().split("\n").slice(-15).join("\n"),
     exit: () => exited,
     async stop() {
@@ -186,9 +177,34 @@ export async function startOperatorProcess(env: TestEnv, o: OperatorOptions): Pr
       process.off("exit", kill);
     },
   };
+}
+
+/** `node dist/cli/main.js operator` as its own process (its RSS and CPU are its own); resolves once it holds the Lease. */
+export async function startOperatorProcess(env: TestEnv, o: OperatorOptions): Promise<OperatorProc> {
+  const [port] = await freePorts(1) as [number];
+  const node = [...(o.nodeArgs ?? []), ...(o.profDir ? ["--cpu-prof", `--cpu-prof-dir=${o.profDir}`] : []), o.main ?? join(root, "dist/cli/main.js"), "operator"];
+  let partial = "";
+  const logged = new Map<string, { n: number; first: string }>();
+  const onOutput = (text: string) => {
+    if (o.dumpDir) appendFileSync(join(o.dumpDir, "operator.log"), text);
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const kind = /^reconcile \S+ failed/.test(line) ? "reconcile failed" : /^informer:/.test(line) ? "informer error" : /^leader election:/.test(line) ? "leader election error" : "other";
+      const k = logged.get(kind);
+      if (k) k.n++; else logged.set(kind, { n: 1, first: line.slice(0, 300) });
+    }
+  };
+  const c = startController(process.execPath, node, {
+    ...env.env, KUBECONFIG: env.kubeconfigPath,
+    OPERON_MODE: "cluster", OPERON_NAMESPACE: o.namespace, OPERON_POD_NAME: "bench-operator", PORT: String(port), HOST: "127.0.0.1",
+    OPERON_ORG_CONCURRENCY: String(o.orgLimit), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+    ...(o.workers ? { OPERON_OPERATOR_WORKERS: o.workers } : {}),
+  }, { cwd: root, onOutput });
+  const p: OperatorProc = { ...c, port, logged };
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (exited) throw new Error(`the operator exited (${exited}) before leading:\n${p.tail()}`);
+    if (p.exit()) throw new Error(`the operator exited (${p.exit()}) before leading:\n${p.tail()}`);
     try { if ((await metric(p, "operon_operator_leader")) === 1) return p; } catch { /* not listening yet */ }
     if (Date.now() > deadline) { await p.stop(); throw new Error(`the operator did not take the Lease within 60 s:\n${p.tail()}`); }
     await sleep(100);

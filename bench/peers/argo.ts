@@ -15,7 +15,6 @@
  * stages (test/support/kwok/stages.yaml) hold them until the stand-in released them, exactly
  * as they hold Operon's.
  */
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +22,7 @@ import type { KubeClient } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { KWOK_ANNOTATION, type TestEnv } from "../../test/support/k8s-env.js";
 import { freePorts } from "../../test/support/minio.js";
+import { sleep, startController, type ControllerProc } from "../cluster-harness.js";
 
 /** Pinned in bench/peers/peers-deps.sh too. */
 export const ARGO_VERSION = "v3.7.9";
@@ -42,14 +42,7 @@ export function argoDir(): string | undefined {
   return existsSync(join(dir, "workflow-controller")) && existsSync(join(dir, "crds")) ? dir : undefined;
 }
 
-export interface ArgoController {
-  pid: number;
-  tail(): string;
-  exit(): string | undefined;
-  stop(): Promise<void>;
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export type ArgoController = ControllerProc;
 
 /**
  * What an Argo user tunes for many short steps (Argo's "environment variables" and scaling
@@ -85,40 +78,12 @@ export async function startArgo(env: TestEnv, opts: { namespaces: string[]; limi
     ...opts.namespaces.map((ns) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: LIMITS, namespace: ns }, data: { steps: String(opts.limit) } })),
   ];
   await must(["apply", "--server-side", "-f", "-"], docs.map((d) => JSON.stringify(d)).join("\n---\n"));
-  const bin = join(dir, "workflow-controller");
   const args = [`--kubeconfig=${env.kubeconfigPath}`, `--namespace=${ARGO_NS}`, "--loglevel=warn",
     ...(opts.tuning ? [`--qps=${opts.tuning.qps}`, `--burst=${opts.tuning.burst}`] : [])];
-  const [cmd, argv] = existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", bin, ...args]] : [bin, args];
-  const child = spawn(cmd, argv, {
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", LEADER_ELECTION_IDENTITY: "bench-argo",
-      ...(opts.tuning ? { DEFAULT_REQUEUE_TIME: opts.tuning.requeue } : {}),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-20_000); };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  let exited: string | undefined;
-  const exitP = new Promise<void>((r) => child.on("exit", (code, sig) => { exited = sig ? `signal ${sig}` : `code ${code}`; r(); }));
-  const kill = () => { if (!exited) child.kill("SIGKILL"); };
-  process.on("exit", kill);
-  const c: ArgoController = {
-    pid: child.pid ?? 0,
-    tail: () => out.trimEnd().split("\n").slice(-15).join("\n"),
-    exit: () => exited,
-    async stop() {
-      if (!exited) {
-        child.kill("SIGTERM");
-        if (!(await Promise.race([exitP.then(() => true), sleep(15_000).then(() => false)]))) { child.kill("SIGKILL"); await exitP; }
-      }
-      process.off("exit", kill);
-    },
-  };
+  const c = startController(join(dir, "workflow-controller"), args, { LEADER_ELECTION_IDENTITY: "bench-argo", ...(opts.tuning ? { DEFAULT_REQUEUE_TIME: opts.tuning.requeue } : {}) });
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (exited) throw new Error(`Argo's workflow-controller exited (${exited}):\n${c.tail()}`);
+    if (c.exit()) throw new Error(`Argo's workflow-controller exited (${c.exit()}):\n${c.tail()}`);
     const r = await env.kubectl(["get", "lease", "workflow-controller", "-n", ARGO_NS, "-o", "jsonpath={.spec.holderIdentity}"]);
     if (r.code === 0 && r.stdout.trim() === "bench-argo") return c;
     if (Date.now() > deadline) { await c.stop(); throw new Error(`Argo's workflow-controller did not lead within 90 s:\n${c.tail()}`); }

@@ -6,7 +6,9 @@
  * kube-apiserver + kube-controller-manager + kube-scheduler + kwok with BENCH_NODES simulated
  * nodes, all v1.34.4, on loopback), with the apiserver's audit log on (writes only, Metadata
  * level, batched: the apiserver's own record of who wrote what), one after the other.
- * Workload: BENCH_RUNS (default 200) runs of the 5-step DAG a → (b, c) → d → e over 10
+ * The systems take turns, BENCH_ROUNDS (2) times over (a shared machine's load drifts; the
+ * figures are the rounds' mean, latencies pooled), each on a fresh control plane.
+ * Workload: BENCH_RUNS (default 100) runs of the 5-step DAG a → (b, c) → d → e over 10
  * organizations with at most 5 steps of one organization running at once, submitted at once,
  * after BENCH_WARMUP (5) runs one at a time (the unloaded reference). Pods run BENCH_POD_MS
  * (100 ms) on kwok nodes.
@@ -38,7 +40,7 @@
  * Writes the section "peers-cluster" of bench/RESULTS.md and the cluster table of README's
  * performance section (with the default sizes, or BENCH_RECORD=1).
  * Run: `make bench-peers` (builds Argo's controller once: bench/peers/peers-deps.sh), or
- * `npx tsx bench/peers/cluster.bench.ts`. Knobs: BENCH_RUNS, BENCH_WARMUP, BENCH_NODES,
+ * `npx tsx bench/peers/cluster.bench.ts`. Knobs: BENCH_RUNS, BENCH_ROUNDS, BENCH_WARMUP, BENCH_NODES,
  * BENCH_POD_MS, BENCH_TIMEOUT_SECONDS (per system, default 1200), BENCH_SYSTEMS
  * (comma-separated, default "operon,argo,argo-tuned": Argo with its defaults, and tuned for
  * short steps as bench/peers/argo.ts ARGO_TUNED says).
@@ -63,7 +65,8 @@ import {
 import { writeSection } from "../serve.js";
 import { ANNOTATION_NODE_NAME, ARGO_TUNED, ARGO_VERSION, argoDir, argoWorkflow, startArgo, startExecutorStandIn, type ArgoTuning } from "./argo.js";
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 200);
+const RUNS = Number(process.env.BENCH_RUNS ?? 100);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const NODES = Number(process.env.BENCH_NODES ?? 10);
 const POD_MS = Number(process.env.BENCH_POD_MS ?? 100);
@@ -71,7 +74,7 @@ const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 1200);
 const ORGS = Array.from({ length: 10 }, (_, i) => `org${i}`);
 const LIMIT = 5;
 const NS = "bench";
-const DEFAULT_SIZES = RUNS === 200 && WARMUP === 5 && NODES === 10 && POD_MS === 100;
+const DEFAULT_SIZES = RUNS === 100 && ROUNDS === 2 && WARMUP === 5 && NODES === 10 && POD_MS === 100;
 const RECORD = DEFAULT_SIZES || process.env.BENCH_RECORD === "1";
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? "operon,argo,argo-tuned").split(",").map((s) => s.trim()).filter(Boolean);
 
@@ -394,28 +397,28 @@ const runners: Record<string, { available: () => string | undefined; run: (env: 
   "argo-tuned": { available: () => (argoDir() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runArgo(env, ARGO_TUNED), minio: false },
 };
 
-const results: Result[] = [];
+const rounds: Result[] = [];
 const skipped: string[] = [];
 const loadStart = loadAverage();
 const benchStart = performance.now();
 let failed = false;
 const stale = staleDist();
 if (stale.length) log(`warning: dist/ is older than ${stale.length} source file(s): run \`make build\` to measure the current code`);
-for (const name of SYSTEMS) {
+for (let round = 1; round <= ROUNDS; round++) for (const name of SYSTEMS) {
   const r = runners[name];
   if (!r) { log(`unknown system ${name}`); failed = true; continue; }
   const why = r.available();
-  if (why) { skipped.push(`${name}: ${why}`); log(`skipping ${name}: ${why}`); failed = true; continue; }
+  if (why) { if (round === 1) { skipped.push(`${name}: ${why}`); log(`skipping ${name}: ${why}`); } failed = true; continue; }
   const auditDir = mkdtempSync(join(tmpdir(), "operon-peers-audit-"));
   let env: TestEnv | undefined;
   try {
-    log(`${name}: starting a fresh control plane with ${NODES} kwok nodes (load average ${loadAverage()})`);
+    log(`round ${round}/${ROUNDS}, ${name}: starting a fresh control plane with ${NODES} kwok nodes (load average ${loadAverage()})`);
     const started = await startEnv(auditDir, r.minio);
     env = started.env;
     const res = await r.run(env);
     await sleep(3000); // the audit log's batch (1 s) reaches the file
     const { byClient, detail } = auditWrites(started.auditLog, res.window[0], res.window[1]);
-    results.push({ ...res, writes: byClient });
+    rounds.push({ ...res, writes: byClient });
     log(`${res.system}: drain ${f1(res.drainMs / 1000)} s, dependent p50 ${int(pct(res.dep, 50))} ms p99 ${int(pct(res.dep, 99))} ms; writes: ${[...byClient].map(([k, v]) => `${k} ${int(v)}`).join(", ")}`);
     log(`${res.system}: writes in detail: ${[...detail].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([k, v]) => `${k} ${int(v)}`).join(", ")}`);
   } catch (e) {
@@ -430,14 +433,37 @@ for (const name of SYSTEMS) {
 // ---------------------------------------------------------------------------------------------
 // Report
 
+/** Each system's rounds as one: latencies and phases pooled, writes and CPU per round, the highest peak RSS and pod count, the drain of every round. */
+const merged = (xs: Result[]): Result & { drains: number[] } => {
+  const first = xs[0] as Result;
+  const sum = (f: (r: Result) => number) => xs.reduce((a, r) => a + f(r), 0);
+  const perRound = (maps: Array<Map<string, number>>) => { const out = new Map<string, number>(); for (const m of maps) for (const [k, v] of m) out.set(k, (out.get(k) ?? 0) + v / xs.length); return out; };
+  return {
+    ...first,
+    drains: xs.map((r) => r.drainMs),
+    drainMs: sum((r) => r.drainMs) / xs.length,
+    submitMs: sum((r) => r.submitMs) / xs.length,
+    dep: xs.flatMap((r) => r.dep), depWarm: xs.flatMap((r) => r.depWarm),
+    controllerCpuS: sum((r) => r.controllerCpuS) / xs.length,
+    controllerHwmKb: Math.max(...xs.map((r) => r.controllerHwmKb)),
+    cpu: perRound(xs.map((r) => r.cpu)), writes: perRound(xs.map((r) => r.writes)),
+    maxPodsPerOrg: Math.max(...xs.map((r) => r.maxPodsPerOrg)),
+    ...(first.maxStepsPerOrg !== undefined ? { maxStepsPerOrg: Math.max(...xs.map((r) => r.maxStepsPerOrg ?? 0)) } : {}),
+    notes: [...new Set(xs.flatMap((r) => r.notes))], loadAfter: xs.map((r) => r.loadAfter).join("; "),
+    phases: { firstPod: xs.flatMap((r) => r.phases.firstPod), podLife: xs.flatMap((r) => r.phases.podLife), runEnd: xs.flatMap((r) => r.phases.runEnd) },
+  };
+};
+const results = [...new Set(rounds.map((r) => r.system))].map((system) => merged(rounds.filter((r) => r.system === system)));
 const steps = RUNS * STEPS;
 const perStep = (r: Result, groups: string[]) => groups.reduce((a, g) => a + (r.writes.get(g) ?? 0), 0) / steps;
 const allWrites = (r: Result) => [...r.writes.values()].reduce((a, b) => a + b, 0) / steps;
-const perMin = (r: Result) => RUNS / (r.drainMs / 60_000);
+/** Runs/min: the mean of the rounds' rates. */
+const perMin = (r: Result & { drains: number[] }) => r.drains.reduce((a, d) => a + RUNS / (d / 60_000), 0) / r.drains.length;
 const operon = results.find((r) => r.system === "Operon");
 const ratio = (x: number, y: number) => (y > 0 ? x / y : NaN);
-const row = (label: string, f: (r: Result) => string) => `| ${label} | ${results.map(f).join(" | ")} |`;
-const vs = (r: Result, f: (r: Result) => number, better: "higher" | "lower") => {
+type Merged = (typeof results)[number];
+const row = (label: string, f: (r: Merged) => string) => `| ${label} | ${results.map(f).join(" | ")} |`;
+const vs = (r: Merged, f: (r: Merged) => number, better: "higher" | "lower") => {
   if (!operon || r === operon) return "";
   const x = ratio(f(operon), f(r));
   return ` (Operon ${better === "higher" ? `${x.toFixed(1)}×` : `${x < 1 ? `1/${(1 / x).toFixed(1)}` : `${x.toFixed(1)}×`}`})`;
@@ -446,7 +472,7 @@ const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${(totalmem()
 const table = [
   `| | ${results.map((r) => `${r.system} (${r.version})`).join(" | ")} |`,
   `|---|${results.map(() => "---|").join("")}`,
-  row(`drain: ${RUNS} runs submitted at once (runs/min)`, (r) => `**${int(perMin(r))}** (${f1(r.drainMs / 1000)} s)${vs(r, perMin, "higher")}`),
+  row(`drain: ${RUNS} runs submitted at once, runs/min (mean of ${ROUNDS} rounds)`, (r) => `**${int(perMin(r))}**${vs(r, perMin, "higher")} (rounds: ${r.drains.map((d) => `${f1(d / 1000)} s`).join(", ")})`),
   row("dependent-step latency, in the burst: p50 / p99", (r) => `${int(pct(r.dep, 50))} ms / **${int(pct(r.dep, 99))} ms**${vs(r, (x) => pct(x.dep, 99), "lower")}`),
   row(`dependent-step latency, unloaded (${WARMUP} runs one at a time): p50 / p99`, (r) => `${int(pct(r.depWarm, 50))} ms / ${int(pct(r.depWarm, 99))} ms`),
   row("in the burst, p50 / p99: submit → first pod; a pod seen → Succeeded; last pod Succeeded → run finished", (r) => `${int(pct(r.phases.firstPod, 50))} / ${int(pct(r.phases.firstPod, 99))} ms; ${int(pct(r.phases.podLife, 50))} / ${int(pct(r.phases.podLife, 99))} ms; ${int(pct(r.phases.runEnd, 50))} / ${int(pct(r.phases.runEnd, 99))} ms`),
@@ -466,7 +492,7 @@ const targets = results.filter((r) => r !== operon).map((r) => {
 const section = `<!-- peers-cluster:start -->
 ## Operon against Argo Workflows on the same control plane (\`bench/peers/cluster.bench.ts\`)
 
-Measured ${new Date().toISOString().slice(0, 10)} on ${machine}; load average ${loadStart} at the start, ${results.map((r) => `${r.loadAfter} after ${r.system}`).join(", ")}; whole bench ${f1((performance.now() - benchStart) / 1000)} s. Each system on a fresh control plane of the same make: etcd + kube-apiserver + kube-controller-manager + kube-scheduler ${K8S_VERSION}, kwok ${KWOK_VERSION} with ${NODES} nodes, the apiserver's audit log on (writes, Metadata level, batched). ${DEFAULT_SIZES ? "" : "**Not the default sizes.** "}Workload: ${RUNS} runs of the 5-step DAG a → (b, c) → d → e over ${ORGS.length} organizations, at most ${LIMIT} steps of one organization at once, submitted at once after ${WARMUP} warm-up runs one at a time; pods run ${POD_MS} ms on kwok nodes, released by each system's stand-in (Operon: the stage-out's upload to MinIO; Argo: the wait container's three task-result writes) once bound. Operon: the operator process, OPERON_ORG_CONCURRENCY=${LIMIT}, organizations in one namespace, the Job controller makes the pods. Argo: default configuration but its metrics port, one namespace per organization with a semaphore \`steps: "${LIMIT}"\` held by every step template${results.filter((r) => r.notes.length).map((r) => `; ${r.system}: ${r.notes.join("; ")}`).join("")}.${skipped.length ? ` Not run: ${skipped.join("; ")}.` : ""}
+Measured ${new Date().toISOString().slice(0, 10)} on ${machine}; load average ${loadStart} at the start, ${results.map((r) => `${r.loadAfter} after ${r.system}`).join(", ")}; whole bench ${f1((performance.now() - benchStart) / 1000)} s. Each system on a fresh control plane of the same make: etcd + kube-apiserver + kube-controller-manager + kube-scheduler ${K8S_VERSION}, kwok ${KWOK_VERSION} with ${NODES} nodes, the apiserver's audit log on (writes, Metadata level, batched). ${DEFAULT_SIZES ? "" : "**Not the default sizes.** "}The systems took turns, ${ROUNDS} round(s) (figures: the rounds' mean; latencies pooled). Workload: ${RUNS} runs of the 5-step DAG a → (b, c) → d → e over ${ORGS.length} organizations, at most ${LIMIT} steps of one organization at once, submitted at once after ${WARMUP} warm-up runs one at a time; pods run ${POD_MS} ms on kwok nodes, released by each system's stand-in (Operon: the stage-out's upload to MinIO; Argo: the wait container's three task-result writes) once bound. Operon: the operator process, OPERON_ORG_CONCURRENCY=${LIMIT}, organizations in one namespace, the Job controller makes the pods. Argo: default configuration but its metrics port, one namespace per organization with a semaphore \`steps: "${LIMIT}"\` held by every step template${results.filter((r) => r.notes.length).map((r) => `; ${r.system}: ${r.notes.join("; ")}`).join("")}.${skipped.length ? ` Not run: ${skipped.join("; ")}.` : ""}
 
 ${table}
 
@@ -475,7 +501,7 @@ ${targets}
 How measured: drain from the first submit to the last run the bench's own watch saw finished (PipelineRun through the api-server engine; Workflow phase Succeeded). Dependent-step latency: the child step's pod first seen by the bench's pod watch − the latest of its parents' pods first seen Succeeded by the same watch, over the ${int(RUNS * 4)} dependent steps. API writes: the apiserver's audit log (ResponseComplete events of create/update/patch/delete) between the first submit and the last run finished, grouped by User-Agent (Operon's clients send \`operon-operator\`, \`operon-api-server\`; Argo's controller \`argo-workflows/${ARGO_VERSION} argo-controller\`; the stand-ins and the bench their own), ÷ ${int(steps)} steps. An Operon step is a Job, so the Job controller's pod create and its status writes come with it (listed under every client); Argo creates pods itself and keeps each workflow's state in the Workflow object. CPU from /proc (utime + stime), RSS from VmHWM.
 <!-- peers-cluster:end -->`;
 process.stdout.write(section + "\n");
-if (RECORD && results.length === SYSTEMS.length && !failed) {
+if (RECORD && results.length === SYSTEMS.length && rounds.length === SYSTEMS.length * ROUNDS && !failed) {
   writeSection("peers-cluster", section);
   const readme = `<!-- peers-cluster:start -->
 On the test control plane (\`make bench-peers\`, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores): ${RUNS} runs of a 5-step DAG over ${ORGS.length} organizations, at most ${LIMIT} steps each at once, pods of ${POD_MS} ms on ${NODES} kwok nodes, each system on a fresh Kubernetes ${K8S_VERSION} control plane.
