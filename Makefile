@@ -104,8 +104,9 @@ bench-charts: install
 # "peers-laptop" and "peers-cluster", and README's "Performance"). Laptop: the built-in bwa-align
 # pipeline against the same commands as bench/peers/Snakefile and bench/peers/cwl/ under Debian's
 # snakemake and cwltool, installed here when missing. Cluster: the operator against Argo
-# Workflows' controller (built once from its Go module by bench/peers/peers-deps.sh, cached
-# outside the repository, never by `make test`) on the test control plane.
+# Workflows' and Tekton Pipelines' controllers (built once from their Go modules by
+# bench/peers/peers-deps.sh, cached outside the repository, never by `make test`) on the test
+# control plane.
 .PHONY: bench-peers
 PEERS_LAPTOP_PACKAGES := snakemake cwltool
 bench-peers: build debian-tools test-deps

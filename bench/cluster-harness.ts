@@ -14,7 +14,7 @@ import type { JobObject } from "../core/kubernetes/jobs.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
 import { paths, type KubeClient } from "../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../adapters/kubernetes/informer.js";
-import type { TestEnv } from "../test/support/k8s-env.js";
+import { KWOK_ANNOTATION, type TestEnv } from "../test/support/k8s-env.js";
 import { freePorts } from "../test/support/minio.js";
 
 /** The repository's root folder. */
@@ -237,6 +237,56 @@ export async function apiserverCounts(env: TestEnv, resources: readonly string[]
     else add(out.seconds, key, v);
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Releasing a peer's pods on kwok nodes
+
+/** A pod as the releaser sees it. */
+export interface ReleasedPod extends KubeObject {
+  metadata: KubeObject["metadata"] & { namespace?: string; ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }> };
+  spec?: { nodeName?: string };
+}
+
+export interface PodReleaser {
+  /** Pods released so far. */
+  released(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * For a peer system's pods (those matching `labelSelector`, anywhere; they carry the label
+ * `operon.dev/run` so that kwok's stages hold them, as they hold Operon's until its stage-out
+ * stand-in has uploaded): once a pod is bound to a node, `before` does what the system's own
+ * helper in the pod would write (Argo's wait container), then the pod is released to kwok with
+ * an annotation through `harness`, and kwok runs it for its duration. Every system's pods
+ * thus take the same one extra hop before they run.
+ */
+export async function startPodReleaser(opts: { harness: KubeClient; labelSelector: string; before?: (pod: ReleasedPod) => Promise<void>; onError: (e: unknown) => void }): Promise<PodReleaser> {
+  const handled = new Set<string>();
+  const pending = new Set<Promise<void>>();
+  let stopped = false;
+  const release = async (pod: ReleasedPod) => {
+    await opts.before?.(pod);
+    await opts.harness.request("PATCH", `/api/v1/namespaces/${pod.metadata.namespace ?? "default"}/pods/${encodeURIComponent(pod.metadata.name)}`, {
+      patch: "merge", body: { metadata: { uid: pod.metadata.uid, annotations: { [KWOK_ANNOTATION.stagedOut]: "true" } } },
+    });
+  };
+  const informer: Informer<ReleasedPod> = new Informer<ReleasedPod>({
+    client: opts.harness, path: "/api/v1/pods", labelSelector: opts.labelSelector, onError: opts.onError,
+    onChange: (pod) => {
+      const uid = pod.metadata.uid ?? pod.metadata.name;
+      if (stopped || handled.has(uid) || !pod.spec?.nodeName || pod.metadata.annotations?.[KWOK_ANNOTATION.stagedOut] || informer.get(pod.metadata.name) === undefined) return;
+      handled.add(uid);
+      const p = release(pod).catch(opts.onError).finally(() => pending.delete(p));
+      pending.add(p);
+    },
+  });
+  await informer.start();
+  return {
+    released: () => handled.size,
+    async stop() { stopped = true; informer.stop(); await Promise.allSettled([...pending]); },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,10 +19,9 @@ import { existsSync, readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { KubeClient } from "../../adapters/kubernetes/client.js";
-import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { KWOK_ANNOTATION, type TestEnv } from "../../test/support/k8s-env.js";
 import { freePorts } from "../../test/support/minio.js";
-import { sleep, startController, type ControllerProc } from "../cluster-harness.js";
+import { sleep, startController, startPodReleaser, type ControllerProc, type PodReleaser, type ReleasedPod } from "../cluster-harness.js";
 
 /** Pinned in bench/peers/peers-deps.sh too. */
 export const ARGO_VERSION = "v3.7.9";
@@ -117,69 +116,29 @@ export function argoWorkflow(ns: string, name: string, podMs: number): Record<st
   };
 }
 
-interface ArgoPod extends KubeObject {
-  metadata: KubeObject["metadata"] & { namespace?: string; ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }> };
-  spec?: { nodeName?: string };
-}
-
-export interface ExecutorStandIn {
-  /** Pods released so far. */
-  released(): number;
-  /** Writes the stand-in made in argoexec's place (task results), and its own (pod releases). */
-  writes(): { executor: number; harness: number };
-  stop(): Promise<void>;
-}
-
 /**
  * Argo's wait container, in its place: for every workflow pod bound to a node, the three
  * WorkflowTaskResult writes argoexec makes (create with outputs incomplete, report the outputs,
- * mark complete) through `client`, then the pod is released to kwok (an annotation, through
- * `harness`: a write Argo does not make), which runs it for its duration.
+ * mark complete) through `client`, then the pod is released to kwok (bench/cluster-harness.ts
+ * startPodReleaser, through `harness`: a write Argo does not make), which runs it for its duration.
  */
-export async function startExecutorStandIn(opts: { client: KubeClient; harness: KubeClient; onError: (e: unknown) => void }): Promise<ExecutorStandIn> {
+export async function startExecutorStandIn(opts: { client: KubeClient; harness: KubeClient; onError: (e: unknown) => void }): Promise<PodReleaser> {
   const { client } = opts;
-  const handled = new Set<string>();
-  const pending = new Set<Promise<void>>();
-  let executor = 0;
-  let harness = 0;
-  let stopped = false;
   const results = (ns: string) => `/apis/${ARGO}/namespaces/${ns}/workflowtaskresults`;
-  const release = async (pod: ArgoPod) => {
+  const reportOutputs = async (pod: ReleasedPod) => {
     const ns = pod.metadata.namespace ?? "default";
     const wf = pod.metadata.labels?.[LABEL_WORKFLOW] ?? "";
     const nodeId = pod.metadata.annotations?.[ANNOTATION_NODE_ID];
     const owner = pod.metadata.ownerReferences?.find((o) => o.kind === "Workflow");
     if (!nodeId || !owner) throw new Error(`workflow pod ${ns}/${pod.metadata.name} has no node id or Workflow owner`);
-    executor++;
     await client.request("POST", results(ns), {
       body: {
         apiVersion: ARGO, kind: "WorkflowTaskResult",
         metadata: { name: nodeId, labels: { [LABEL_WORKFLOW]: wf, [LABEL_OUTPUTS_COMPLETED]: "false" }, ownerReferences: [{ apiVersion: ARGO, kind: "Workflow", name: owner.name, uid: owner.uid }] },
       },
     });
-    executor++;
     await client.request("PATCH", `${results(ns)}/${encodeURIComponent(nodeId)}`, { patch: "merge", body: { outputs: {} } });
-    executor++;
     await client.request("PATCH", `${results(ns)}/${encodeURIComponent(nodeId)}`, { patch: "merge", body: { metadata: { labels: { [LABEL_OUTPUTS_COMPLETED]: "true" } } } });
-    harness++;
-    await opts.harness.request("PATCH", `/api/v1/namespaces/${ns}/pods/${encodeURIComponent(pod.metadata.name)}`, {
-      patch: "merge", body: { metadata: { uid: pod.metadata.uid, annotations: { [KWOK_ANNOTATION.stagedOut]: "true" } } },
-    });
   };
-  const informer = new Informer<ArgoPod>({
-    client, path: "/api/v1/pods", labelSelector: LABEL_WORKFLOW, onError: opts.onError,
-    onChange: (pod) => {
-      const uid = pod.metadata.uid ?? pod.metadata.name;
-      if (stopped || handled.has(uid) || !pod.spec?.nodeName || pod.metadata.annotations?.[KWOK_ANNOTATION.stagedOut] || informer.get(pod.metadata.name) === undefined) return;
-      handled.add(uid);
-      const p = release(pod).catch(opts.onError).finally(() => pending.delete(p));
-      pending.add(p);
-    },
-  });
-  await informer.start();
-  return {
-    released: () => handled.size,
-    writes: () => ({ executor, harness }),
-    async stop() { stopped = true; informer.stop(); await Promise.allSettled([...pending]); },
-  };
+  return startPodReleaser({ harness: opts.harness, labelSelector: LABEL_WORKFLOW, before: reportOutputs, onError: opts.onError });
 }

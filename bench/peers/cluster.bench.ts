@@ -1,6 +1,6 @@
 /**
- * Benchmark: Operon's operator against Argo Workflows (and Tekton Pipelines where it runs) on
- * the same test control plane, with the same workload, in one run (issue 19, the cluster half).
+ * Benchmark: Operon's operator against Argo Workflows and Tekton Pipelines on the same test
+ * control plane, with the same workload, in one run (issue 19, the cluster half).
  *
  * Each system gets a fresh control plane of the same make (test/support/k8s-env.ts: etcd +
  * kube-apiserver + kube-controller-manager + kube-scheduler + kwok with BENCH_NODES simulated
@@ -21,7 +21,11 @@
  *    ConfigMap `steps: "5"` that every step template holds (what an Argo user writes for a
  *    per-team step limit); Workflows created by a plain client; the controller creates the pods;
  *    the executor stand-in makes the three WorkflowTaskResult writes of Argo's wait container
- *    and releases the pod.
+ *    and releases the pod. With Argo's defaults, and tuned for short steps (argo.ts ARGO_TUNED).
+ *  - Tekton Pipelines (bench/peers/tekton.ts): namespaces org0…org9, each with a ResourceQuota
+ *    `pods: 5` (Tekton has no limit of its own; kube-controller-manager's resourcequota
+ *    controller is started for it); PipelineRuns with the same five tasks; the releaser lets
+ *    each pod run once bound. With Tekton's defaults, and tuned (tekton.ts TEKTON_TUNED).
  * Both stand-ins release a pod only once it is bound to a node, and kwok then runs it for the
  * same duration: neither system's pods run before the other's would.
  * Measured per system:
@@ -60,10 +64,11 @@ import { startStageOut } from "../../test/support/job-sim.js";
 import { K8S_VERSION, KWOK_VERSION, startTestEnv, type TestEnv } from "../../test/support/k8s-env.js";
 import {
   STEPS, cpuSeconds, cpuSnapshot, dag, dependentLatencies, f1, int, loadAverage, pct, root, sleep, staleDist,
-  startOperatorProcess, startWatches, statusKb,
+  startOperatorProcess, startPodReleaser, startWatches, statusKb, type ControllerProc,
 } from "../cluster-harness.js";
 import { writeSection } from "../serve.js";
 import { ANNOTATION_NODE_NAME, ARGO_TUNED, ARGO_VERSION, argoDir, argoWorkflow, startArgo, startExecutorStandIn, type ArgoTuning } from "./argo.js";
+import { TEKTON_LABELS, TEKTON_TUNED, TEKTON_VERSION, startQuotaController, startTekton, tektonAvailable, tektonNamespaceSetup, tektonPipelineRun, tektonRunDone, type TektonTuning } from "./tekton.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -76,7 +81,7 @@ const LIMIT = 5;
 const NS = "bench";
 const DEFAULT_SIZES = RUNS === 100 && ROUNDS === 2 && WARMUP === 5 && NODES === 10 && POD_MS === 100;
 const RECORD = DEFAULT_SIZES || process.env.BENCH_RECORD === "1";
-const SYSTEMS = (process.env.BENCH_SYSTEMS ?? "operon,argo,argo-tuned").split(",").map((s) => s.trim()).filter(Boolean);
+const SYSTEMS = (process.env.BENCH_SYSTEMS ?? "operon,argo,argo-tuned,tekton,tekton-tuned").split(",").map((s) => s.trim()).filter(Boolean);
 
 const log = (m: string) => process.stderr.write(`[peers cluster] ${m}\n`);
 
@@ -140,7 +145,7 @@ function clientOf(ua: string): string {
     [/^bench-submit\b/, "submissions"],
     [/^workflow-controller\/.*argo-controller/, "Argo controller"],
     [/^argoexec-stand-in\b/, "Argo executor (wait container)"],
-    [/^tekton-pipelines-controller\b|^controller\/.*tekton|tekton/i, "Tekton controller"],
+    [/^controller\/|tekton/i, "Tekton controller"],
     [/^kube-controller-manager\/.*job-controller/, "Job controller"],
     [/^kube-controller-manager\//, "other kube-controller-manager controllers"],
     [/^kube-scheduler\//, "kube-scheduler"],
@@ -285,78 +290,99 @@ async function runOperon(env: TestEnv): Promise<Omit<Result, "writes">> {
 // ---------------------------------------------------------------------------------------------
 // Argo Workflows
 
-interface Workflow extends KubeObject { metadata: KubeObject["metadata"] & { namespace?: string }; status?: { phase?: string; message?: string } }
-interface WfPod extends KubeObject { metadata: KubeObject["metadata"] & { namespace?: string }; status?: { phase?: string } }
+interface PeerPod extends KubeObject { metadata: KubeObject["metadata"] & { namespace?: string }; status?: { phase?: string } }
+interface PeerRun extends KubeObject { metadata: KubeObject["metadata"] & { namespace?: string }; status?: Record<string, unknown> }
 
-async function runArgo(env: TestEnv, tuning?: ArgoTuning): Promise<Omit<Result, "writes">> {
+/** What differs between the peers (Argo, Tekton): the rest of a peer's run is `runPeer`. */
+interface PeerDriver {
+  system: string;
+  version: string;
+  notes: string[];
+  /** Clients' writes that are the system's own (audit groups, see clientOf). */
+  own: string[];
+  /** Installs it and starts its controller(s): the first is the one measured as "the controller". */
+  start(env: TestEnv, namespaces: string[], client: (userAgent: string) => Promise<KubeClient>, onError: (e: unknown) => void): Promise<{ controller: ControllerProc; others: Array<{ stop(): Promise<void> | void }>; released(): number }>;
+  /** Its pods, and each pod's run and step (`<run>.<step>`). */
+  podSelector: string;
+  podKey(pod: PeerPod): string | undefined;
+  /** Its run objects (cluster-wide path) and whether one succeeded ("True"), failed ("False") or runs on. */
+  runsPath: string;
+  outcome(run: PeerRun): { done?: "True" | "False"; message?: string };
+  submitPath(ns: string): string;
+  runObject(ns: string, name: string): Record<string, unknown>;
+}
+
+/** A peer through the same workload as Operon, measured the same way (module comment). */
+async function runPeer(env: TestEnv, d: PeerDriver): Promise<Omit<Result, "writes">> {
   const stops: Array<() => Promise<void> | void> = [];
   try {
     for (const ns of [...ORGS, "warmup"]) await env.createNamespace(ns);
-    const ctl = await startArgo(env, { namespaces: [...ORGS, "warmup"], limit: LIMIT, ...(tuning ? { tuning } : {}) });
-    stops.push(() => ctl.stop());
     const errors: string[] = [];
     const onError = (e: unknown) => { if (errors.length < 20) errors.push(e instanceof Error ? e.message : String(e)); };
     const clients: KubeClient[] = [];
     const client = async (userAgent: string) => { const c = await createKubeClient({ kubeconfig: env.kubeconfigPath, userAgent }); clients.push(c); return c; };
     stops.push(() => { for (const c of clients) c.close(); });
-    const standIn = await startExecutorStandIn({ client: await client("argoexec-stand-in"), harness: await client("bench-harness"), onError });
-    stops.push(() => standIn.stop());
-    // The bench's watches: pods (first seen, first seen Succeeded, live per namespace) and Workflows (finished).
+    const started = await d.start(env, [...ORGS, "warmup"], client, onError);
+    const ctl = started.controller;
+    stops.push(() => ctl.stop());
+    for (const o of started.others) stops.push(() => o.stop());
+    // The bench's watches: pods (first seen, first seen Succeeded, live per namespace) and runs (finished).
     const watch = await client("bench-watch");
     const podCreated = new Map<string, number>();
     const podSucceeded = new Map<string, number>();
     const live = maxCounter();
-    const pods = new Informer<WfPod>({
-      client: watch, path: "/api/v1/pods", labelSelector: "workflows.argoproj.io/workflow", onError,
+    const pods = new Informer<PeerPod>({
+      client: watch, path: "/api/v1/pods", labelSelector: d.podSelector, onError,
       onChange: (pod) => {
         const now = Date.now();
-        const node = pod.metadata.annotations?.[ANNOTATION_NODE_NAME];
-        if (!node) return;
-        if (!podCreated.has(node)) podCreated.set(node, now);
-        if (pod.status?.phase === "Succeeded" && !podSucceeded.has(node)) podSucceeded.set(node, now);
+        const key = d.podKey(pod);
+        if (!key) return;
+        if (!podCreated.has(key)) podCreated.set(key, now);
+        if (pod.status?.phase === "Succeeded" && !podSucceeded.has(key)) podSucceeded.set(key, now);
         const gone = pods.get(pod.metadata.name) === undefined;
         live.set(pod.metadata.namespace ?? "", pod.metadata.name, !gone && pod.status?.phase !== "Succeeded" && pod.status?.phase !== "Failed");
       },
     });
     const finished = new Map<string, number>();
     const failures: string[] = [];
-    const wfs = new Informer<Workflow>({
-      client: watch, path: "/apis/argoproj.io/v1alpha1/workflows", onError,
-      transform: (wf) => ({ metadata: wf.metadata, ...(wf.status ? { status: { ...(wf.status.phase ? { phase: wf.status.phase } : {}), ...(wf.status.message ? { message: wf.status.message } : {}) } } : {}) }) as Workflow,
-      onChange: (wf) => {
-        const phase = wf.status?.phase;
-        if (phase === "Succeeded" && !finished.has(wf.metadata.name)) finished.set(wf.metadata.name, Date.now());
-        if ((phase === "Failed" || phase === "Error") && !failures.includes(wf.metadata.name)) failures.push(`${wf.metadata.name}: ${phase}: ${wf.status?.message ?? ""}`);
+    const runs = new Informer<PeerRun>({
+      client: watch, path: d.runsPath, onError,
+      // Only what `outcome` reads: a run's status can be large (Argo keeps every node in it).
+      transform: (r) => ({ metadata: r.metadata, ...(r.status ? { status: { phase: r.status.phase, message: r.status.message, conditions: r.status.conditions } } : {}) }) as PeerRun,
+      onChange: (r) => {
+        const o = d.outcome(r);
+        if (o.done === "True" && !finished.has(r.metadata.name)) finished.set(r.metadata.name, Date.now());
+        if (o.done === "False" && !failures.includes(r.metadata.name)) failures.push(`${r.metadata.name}: ${o.message ?? "failed"}`);
       },
     });
-    await Promise.all([pods.start(), wfs.start()]);
-    stops.push(() => { pods.stop(); wfs.stop(); });
+    await Promise.all([pods.start(), runs.start()]);
+    stops.push(() => { pods.stop(); runs.stop(); });
     const submitter = await client("bench-submit");
     const submittedAt = new Map<string, number>();
     const submit = async (ns: string) => {
       const name = `run-${ulid(Date.now(), randomBytes(10)).toLowerCase()}`;
       submittedAt.set(name, Date.now());
-      await submitter.request("POST", `/apis/argoproj.io/v1alpha1/namespaces/${ns}/workflows`, { body: argoWorkflow(ns, name, POD_MS) });
+      await submitter.request("POST", d.submitPath(ns), { body: d.runObject(ns, name) });
       return name;
     };
     const waitFor = async (names: string[], deadline: number, what: string) => {
       let lastLog = Date.now();
       while (names.some((n) => !finished.has(n))) {
-        if (ctl.exit()) throw new Error(`Argo's controller exited (${ctl.exit()}):\n${ctl.tail()}`);
-        if (failures.length) throw new Error(`Argo: workflows failed: ${failures.slice(0, 3).join("; ")}`);
-        if (Date.now() > deadline) throw new Error(`Argo: timed out waiting for ${what}: ${names.filter((n) => finished.has(n)).length}/${names.length} workflows finished, ${standIn.released()} pods released; controller:\n${ctl.tail()}`);
-        if (Date.now() - lastLog > 15_000) { lastLog = Date.now(); log(`Argo: ${names.filter((n) => finished.has(n)).length}/${names.length} workflows finished, ${podSucceeded.size} pods Succeeded`); }
+        if (ctl.exit()) throw new Error(`${d.system}: the controller exited (${ctl.exit()}):\n${ctl.tail()}`);
+        if (failures.length) throw new Error(`${d.system}: runs failed: ${failures.slice(0, 3).join("; ")}`);
+        if (Date.now() > deadline) throw new Error(`${d.system}: timed out waiting for ${what}: ${names.filter((n) => finished.has(n)).length}/${names.length} runs finished, ${started.released()} pods released; controller:\n${ctl.tail()}`);
+        if (Date.now() - lastLog > 15_000) { lastLog = Date.now(); log(`${d.system}: ${names.filter((n) => finished.has(n)).length}/${names.length} runs finished, ${podSucceeded.size} pods Succeeded`); }
         await sleep(50);
       }
     };
-    const latencies = (names: string[]) => names.flatMap((wf) => dag.steps.filter((s) => s.dependsOn?.length).map((s) => {
-      const child = podCreated.get(`${wf}.${s.stepId}`);
-      const parents = (s.dependsOn ?? []).map((p) => podSucceeded.get(`${wf}.${p}`));
-      if (child === undefined || parents.some((x) => x === undefined)) throw new Error(`workflow ${wf} step ${s.stepId}: its pod or a parent's Succeeded pod was not seen`);
+    const latencies = (names: string[]) => names.flatMap((run) => dag.steps.filter((s) => s.dependsOn?.length).map((s) => {
+      const child = podCreated.get(`${run}.${s.stepId}`);
+      const parents = (s.dependsOn ?? []).map((p) => podSucceeded.get(`${run}.${p}`));
+      if (child === undefined || parents.some((x) => x === undefined)) throw new Error(`${d.system}: run ${run} step ${s.stepId}: its pod or a parent's Succeeded pod was not seen`);
       return child - Math.max(...(parents as number[]));
     }));
     const warm: string[] = [];
-    for (let i = 0; i < WARMUP; i++) { const n = await submit("warmup"); warm.push(n); await waitFor([n], Date.now() + 120_000, "a warm-up workflow"); }
+    for (let i = 0; i < WARMUP; i++) { const n = await submit("warmup"); warm.push(n); await waitFor([n], Date.now() + 180_000, "a warm-up run"); }
     await sleep(2000);
     const cpu0 = cpuSeconds(ctl.pid);
     const all0 = cpuSnapshot(new Map([[ctl.pid, "controller"]]));
@@ -367,34 +393,80 @@ async function runArgo(env: TestEnv, tuning?: ArgoTuning): Promise<Omit<Result, 
     const end = Math.max(...names.map((n) => finished.get(n) ?? 0));
     const controllerCpuS = cpuSeconds(ctl.pid) - cpu0;
     const all1 = cpuSnapshot(new Map([[ctl.pid, "controller"]]));
-    const notes = [
-      tuning ? `DEFAULT_REQUEUE_TIME=${tuning.requeue}, --qps=${tuning.qps} --burst=${tuning.burst}` : "Argo's defaults (DEFAULT_REQUEUE_TIME 10 s, 20 QPS, burst 30)",
-      ...(errors.length ? [`harness errors: ${errors.length} (first: ${errors[0]})`] : []),
-    ];
     return {
-      system: tuning ? "Argo Workflows, tuned" : "Argo Workflows", version: ARGO_VERSION, drainMs: end - t0, submitMs,
+      system: d.system, version: d.version, drainMs: end - t0, submitMs,
       dep: latencies(names), depWarm: latencies(warm),
       controllerCpuS, controllerHwmKb: statusKb(ctl.pid, "VmHWM"),
       cpu: new Map([...all1].map(([k, v]) => [k, v - (all0.get(k) ?? 0)])),
       maxPodsPerOrg: live.max(ORGS),
-      own: ["Argo controller", "Argo executor (wait container)"], notes, loadAfter: loadAverage(),
+      own: d.own, notes: [...d.notes, ...(errors.length ? [`harness errors: ${errors.length} (first: ${errors[0]})`] : [])], loadAfter: loadAverage(),
       window: [t0, end],
-      phases: phasesOf(names.map((wf) => {
-        const pod = (stepId: string) => { const seen = podCreated.get(`${wf}.${stepId}`); const succeeded = podSucceeded.get(`${wf}.${stepId}`); return { ...(seen !== undefined ? { seen } : {}), ...(succeeded !== undefined ? { succeeded } : {}) }; };
-        return { submitted: submittedAt.get(wf) ?? t0, finished: finished.get(wf) ?? end, pods: dag.steps.map((st) => pod(st.stepId)), last: pod(dag.steps.at(-1)?.stepId ?? "") };
+      phases: phasesOf(names.map((run) => {
+        const pod = (stepId: string) => { const seen = podCreated.get(`${run}.${stepId}`); const succeeded = podSucceeded.get(`${run}.${stepId}`); return { ...(seen !== undefined ? { seen } : {}), ...(succeeded !== undefined ? { succeeded } : {}) }; };
+        return { submitted: submittedAt.get(run) ?? t0, finished: finished.get(run) ?? end, pods: dag.steps.map((st) => pod(st.stepId)), last: pod(dag.steps.at(-1)?.stepId ?? "") };
       })),
     };
   } finally {
-    for (const s of stops.reverse()) { try { await s(); } catch (e) { log(`Argo: stopping: ${String(e)}`); } }
+    for (const s of stops.reverse()) { try { await s(); } catch (e) { log(`${d.system}: stopping: ${String(e)}`); } }
   }
 }
+
+/** Argo Workflows (bench/peers/argo.ts), with its defaults or tuned for short steps. */
+const argoDriver = (tuning?: ArgoTuning): PeerDriver => ({
+  system: tuning ? "Argo Workflows, tuned" : "Argo Workflows", version: ARGO_VERSION,
+  notes: [tuning ? `DEFAULT_REQUEUE_TIME=${tuning.requeue}, --qps=${tuning.qps} --burst=${tuning.burst}` : "Argo's defaults (DEFAULT_REQUEUE_TIME 10 s, 20 QPS, burst 30)"],
+  own: ["Argo controller", "Argo executor (wait container)"],
+  async start(env, namespaces, client, onError) {
+    const controller = await startArgo(env, { namespaces, limit: LIMIT, ...(tuning ? { tuning } : {}) });
+    const standIn = await startExecutorStandIn({ client: await client("argoexec-stand-in"), harness: await client("bench-harness"), onError });
+    return { controller, others: [standIn], released: standIn.released };
+  },
+  podSelector: "workflows.argoproj.io/workflow",
+  podKey: (pod) => pod.metadata.annotations?.[ANNOTATION_NODE_NAME],
+  runsPath: "/apis/argoproj.io/v1alpha1/workflows",
+  outcome: (wf) => {
+    const phase = wf.status?.phase;
+    return phase === "Succeeded" ? { done: "True" } : phase === "Failed" || phase === "Error" ? { done: "False", message: `${String(phase)}: ${String(wf.status?.message ?? "")}` } : {};
+  },
+  submitPath: (ns) => `/apis/argoproj.io/v1alpha1/namespaces/${ns}/workflows`,
+  runObject: (ns, name) => argoWorkflow(ns, name, POD_MS),
+});
+
+/** Tekton Pipelines (bench/peers/tekton.ts), with its defaults or tuned; a ResourceQuota per namespace is the limit. */
+const tektonDriver = (tuning?: TektonTuning): PeerDriver => ({
+  system: tuning ? "Tekton Pipelines, tuned" : "Tekton Pipelines", version: TEKTON_VERSION,
+  notes: [
+    tuning ? `-kube-api-qps=${tuning.kubeApiQps} -kube-api-burst=${tuning.kubeApiBurst} -threads-per-controller=${tuning.threadsPerController}` : "Tekton's defaults (20 requests/s, 2 workers per reconciler)",
+    "the limit is a ResourceQuota pods: 5 per namespace (Tekton has none of its own), enforced by kube-controller-manager's resourcequota controller, started for this run",
+  ],
+  own: ["Tekton controller"],
+  async start(env, namespaces, client, onError) {
+    await env.kubectl(["apply", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "List", items: namespaces.flatMap((ns) => tektonNamespaceSetup(ns, LIMIT)) }) });
+    const quota = await startQuotaController(env);
+    const controller = await startTekton(env, { namespaces, ...(tuning ?? {}) });
+    const releaser = await startPodReleaser({ harness: await client("bench-harness"), labelSelector: TEKTON_LABELS.pipelineRun, onError });
+    return { controller, others: [releaser, quota], released: releaser.released };
+  },
+  podSelector: TEKTON_LABELS.pipelineRun,
+  podKey: (pod) => {
+    const run = pod.metadata.labels?.[TEKTON_LABELS.pipelineRun];
+    const task = pod.metadata.labels?.[TEKTON_LABELS.pipelineTask];
+    return run && task ? `${run}.${task}` : undefined;
+  },
+  runsPath: "/apis/tekton.dev/v1/pipelineruns",
+  outcome: (pr) => { const done = tektonRunDone(pr as Parameters<typeof tektonRunDone>[0]); return done ? { done } : {}; },
+  submitPath: (ns) => `/apis/tekton.dev/v1/namespaces/${ns}/pipelineruns`,
+  runObject: (ns, name) => tektonPipelineRun(ns, name, POD_MS) as Record<string, unknown>,
+});
 
 // ---------------------------------------------------------------------------------------------
 
 const runners: Record<string, { available: () => string | undefined; run: (env: TestEnv) => Promise<Omit<Result, "writes">>; minio: boolean }> = {
   operon: { available: () => (existsSync(join(root, "dist/operator/cluster.js")) ? undefined : "run `make build` first"), run: runOperon, minio: true },
-  argo: { available: () => (argoDir() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runArgo(env), minio: false },
-  "argo-tuned": { available: () => (argoDir() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runArgo(env, ARGO_TUNED), minio: false },
+  argo: { available: () => (argoDir() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runPeer(env, argoDriver()), minio: false },
+  "argo-tuned": { available: () => (argoDir() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runPeer(env, argoDriver(ARGO_TUNED)), minio: false },
+  tekton: { available: () => (tektonAvailable() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runPeer(env, tektonDriver()), minio: false },
+  "tekton-tuned": { available: () => (tektonAvailable() ? undefined : "not built: bash bench/peers/peers-deps.sh"), run: (env) => runPeer(env, tektonDriver(TEKTON_TUNED)), minio: false },
 };
 
 const rounds: Result[] = [];
@@ -490,15 +562,15 @@ const targets = results.filter((r) => r !== operon).map((r) => {
   return `Against ${r.system}: drain ${drain.toFixed(2)}× (target ≥ 3×: ${drain >= 3 ? "met" : `missed, short by ${f1(3 * perMin(r) - perMin(operon))} runs/min`}); dependent-step p99 ${p99 < 1 ? `1/${(1 / p99).toFixed(1)}` : `${p99.toFixed(2)}×`} (target ≤ 1/10: ${p99 <= 0.1 ? "met" : `missed by ${int(pct(operon.dep, 99) - pct(r.dep, 99) / 10)} ms`}); own writes per step ${f1(w[0])} vs ${f1(w[1])} (target fewer: ${w[0] < w[1] ? "met" : "missed"}).`;
 }).join(" ");
 const section = `<!-- peers-cluster:start -->
-## Operon against Argo Workflows on the same control plane (\`bench/peers/cluster.bench.ts\`)
+## Operon against Argo Workflows and Tekton on the same control plane (\`bench/peers/cluster.bench.ts\`)
 
-Measured ${new Date().toISOString().slice(0, 10)} on ${machine}; load average ${loadStart} at the start, ${results.map((r) => `${r.loadAfter} after ${r.system}`).join(", ")}; whole bench ${f1((performance.now() - benchStart) / 1000)} s. Each system on a fresh control plane of the same make: etcd + kube-apiserver + kube-controller-manager + kube-scheduler ${K8S_VERSION}, kwok ${KWOK_VERSION} with ${NODES} nodes, the apiserver's audit log on (writes, Metadata level, batched). ${DEFAULT_SIZES ? "" : "**Not the default sizes.** "}The systems took turns, ${ROUNDS} round(s) (figures: the rounds' mean; latencies pooled). Workload: ${RUNS} runs of the 5-step DAG a → (b, c) → d → e over ${ORGS.length} organizations, at most ${LIMIT} steps of one organization at once, submitted at once after ${WARMUP} warm-up runs one at a time; pods run ${POD_MS} ms on kwok nodes, released by each system's stand-in (Operon: the stage-out's upload to MinIO; Argo: the wait container's three task-result writes) once bound. Operon: the operator process, OPERON_ORG_CONCURRENCY=${LIMIT}, organizations in one namespace, the Job controller makes the pods. Argo: default configuration but its metrics port, one namespace per organization with a semaphore \`steps: "${LIMIT}"\` held by every step template${results.filter((r) => r.notes.length).map((r) => `; ${r.system}: ${r.notes.join("; ")}`).join("")}.${skipped.length ? ` Not run: ${skipped.join("; ")}.` : ""}
+Measured ${new Date().toISOString().slice(0, 10)} on ${machine}; load average ${loadStart} at the start, ${results.map((r) => `${r.loadAfter} after ${r.system}`).join(", ")}; whole bench ${f1((performance.now() - benchStart) / 1000)} s. Each system on a fresh control plane of the same make: etcd + kube-apiserver + kube-controller-manager + kube-scheduler ${K8S_VERSION}, kwok ${KWOK_VERSION} with ${NODES} nodes, the apiserver's audit log on (writes, Metadata level, batched). ${DEFAULT_SIZES ? "" : "**Not the default sizes.** "}The systems took turns, ${ROUNDS} round(s) (figures: the rounds' mean; latencies pooled). Workload: ${RUNS} runs of the 5-step DAG a → (b, c) → d → e over ${ORGS.length} organizations, at most ${LIMIT} steps of one organization at once, submitted at once after ${WARMUP} warm-up runs one at a time; pods run ${POD_MS} ms on kwok nodes, released by each system's stand-in once bound (Operon: the stage-out's upload to MinIO; Argo: the wait container's three task-result writes; Tekton: nothing to write). Operon: the operator process, OPERON_ORG_CONCURRENCY=${LIMIT}, organizations in one namespace, the Job controller makes the pods. Argo: default configuration but its metrics port, one namespace per organization with a semaphore \`steps: "${LIMIT}"\` held by every step template. Tekton: default configuration but its ports, the CRDs without their conversion webhook (no webhook runs), a ResourceQuota \`pods: ${LIMIT}\` per namespace${results.filter((r) => r.notes.length).map((r) => `; ${r.system}: ${r.notes.join("; ")}`).join("")}.${skipped.length ? ` Not run: ${skipped.join("; ")}.` : ""}
 
 ${table}
 
 ${targets}
 
-How measured: drain from the first submit to the last run the bench's own watch saw finished (PipelineRun through the api-server engine; Workflow phase Succeeded). Dependent-step latency: the child step's pod first seen by the bench's pod watch − the latest of its parents' pods first seen Succeeded by the same watch, over the ${int(RUNS * 4)} dependent steps. API writes: the apiserver's audit log (ResponseComplete events of create/update/patch/delete) between the first submit and the last run finished, grouped by User-Agent (Operon's clients send \`operon-operator\`, \`operon-api-server\`; Argo's controller \`argo-workflows/${ARGO_VERSION} argo-controller\`; the stand-ins and the bench their own), ÷ ${int(steps)} steps. An Operon step is a Job, so the Job controller's pod create and its status writes come with it (listed under every client); Argo creates pods itself and keeps each workflow's state in the Workflow object. CPU from /proc (utime + stime), RSS from VmHWM.
+How measured: drain from the first submit to the last run the bench's own watch saw finished (Operon's PipelineRun through the api-server engine; Argo's Workflow phase Succeeded; Tekton's PipelineRun condition Succeeded). Dependent-step latency: the child step's pod first seen by the bench's pod watch − the latest of its parents' pods first seen Succeeded by the same watch, over the ${int(RUNS * 4)} dependent steps. API writes: the apiserver's audit log (ResponseComplete events of create/update/patch/delete) between the first submit and the last run finished, grouped by User-Agent (Operon's clients send \`operon-operator\`, \`operon-api-server\`; Argo's controller \`workflow-controller/… argo-controller\`, Tekton's \`controller/…\`; the stand-ins and the bench their own), ÷ ${int(steps)} steps. An Operon step is a Job, so the Job controller's pod create and its status writes come with it (listed under every client); Argo and Tekton create pods themselves (Tekton a TaskRun per step first) and keep a run's state in their own objects. CPU from /proc (utime + stime), RSS from VmHWM.
 <!-- peers-cluster:end -->`;
 process.stdout.write(section + "\n");
 if (RECORD && results.length === SYSTEMS.length && rounds.length === SYSTEMS.length * ROUNDS && !failed) {
@@ -508,7 +580,7 @@ On the test control plane (\`make bench-peers\`, ${new Date().toISOString().slic
 
 ${table.split("\n").filter((l) => !/every process|every client/.test(l)).join("\n")}
 
-${targets} Details and the method: [bench/RESULTS.md](bench/RESULTS.md), section "Operon against Argo Workflows".
+${targets} Details and the method: [bench/RESULTS.md](bench/RESULTS.md), section "Operon against Argo Workflows and Tekton".
 <!-- peers-cluster:end -->`;
   const readmePath = join(root, "README.md");
   const current = readFileSync(readmePath, "utf8");
