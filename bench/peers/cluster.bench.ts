@@ -10,7 +10,7 @@
  * figures are the rounds' mean, latencies pooled), each on a fresh control plane.
  * Workload: BENCH_RUNS (default 100) runs of the 5-step DAG a → (b, c) → d → e over 10
  * organizations with at most 5 steps of one organization running at once, submitted at once,
- * after BENCH_WARMUP (5) runs one at a time (the unloaded reference). Pods run BENCH_POD_MS
+ * after BENCH_WARMUP (3) runs one at a time (the unloaded reference). Pods run BENCH_POD_MS
  * (100 ms) on kwok nodes.
  *  - Operon: its operator as its own process (bench/cluster-harness.ts startOperatorProcess),
  *    the api-server's cluster engine submitting PipelineRuns, organizations org0…org9 in the
@@ -72,14 +72,14 @@ import { TEKTON_LABELS, TEKTON_TUNED, TEKTON_VERSION, startQuotaController, star
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const NODES = Number(process.env.BENCH_NODES ?? 10);
 const POD_MS = Number(process.env.BENCH_POD_MS ?? 100);
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 1200);
 const ORGS = Array.from({ length: 10 }, (_, i) => `org${i}`);
 const LIMIT = 5;
 const NS = "bench";
-const DEFAULT_SIZES = RUNS === 100 && ROUNDS === 2 && WARMUP === 5 && NODES === 10 && POD_MS === 100;
+const DEFAULT_SIZES = RUNS === 100 && ROUNDS === 2 && WARMUP === 3 && NODES === 10 && POD_MS === 100;
 const RECORD = DEFAULT_SIZES || process.env.BENCH_RECORD === "1";
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? "operon,argo,argo-tuned,tekton,tekton-tuned").split(",").map((s) => s.trim()).filter(Boolean);
 
