@@ -27,7 +27,7 @@
  */
 import { stepLogKeyIn } from "../../core/layout.js";
 import { EventEmitter } from "node:events";
-import { buildJob, jobActive, jobForCache, jobStep, newestPod, observeJob, podForCache, stepEnded, terminationOutputs, STAGE_CONTAINER_IN, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
+import { buildJob, jobActive, jobForCache, jobStep, newestPod, observeJob, podForCache, podSucceeded, stepEnded, terminationOutputs, STAGE_CONTAINER_IN, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
 import { parseReferencesReport } from "../../core/references.js";
 import { ANNOTATION, LABEL } from "../../core/kubernetes/pipelinerun.js";
 import { stepCompute, toolImage, type StepPodConfig } from "../../core/kubernetes/step-pods.js";
@@ -355,8 +355,11 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         if (!h.stopping) stopJob(h, job, "failed", seen.state.message).catch((e: unknown) => { onError(e); retryLater(h); });
         return;
       }
-      // The log once the Job's pods are gone (Complete / Failed): a terminating tool may still write to it.
-      if (!jobActive(job) && h.log === undefined) void copyLog(h, job);
+      // The log once nothing writes to it any more: the pod Succeeded (its tool has exited), or the
+      // Job's pods are gone (Complete / Failed: a terminating tool may still write until then).
+      // At the pod's success already, so that a run's last step has its log copied before the run
+      // ends: a finished run's steps are not synced again.
+      if ((podSucceeded(pod) || !jobActive(job)) && h.log === undefined) void copyLog(h, job);
     } catch (e) {
       onError(e);
     }

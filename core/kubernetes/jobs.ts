@@ -33,8 +33,9 @@
  * the Job still holds one of its organization's slots (jobActive) waits for the second:
  * between the two the controller may still be terminating a pod (a deadline: the tool is
  * sent SIGTERM and has its grace period), which uses the node like a running step. So a new
- * leader, which rebuilds its ledger from jobActive, counts such a Job, and the tool's log is
- * copied only then (it may still be written to). The reconciler's own ledger follows the
+ * leader, which rebuilds its ledger from jobActive, counts such a Job, and a failed tool's
+ * log is copied only then (it may still be written to; a succeeded tool's at once: it has
+ * exited). The reconciler's own ledger follows the
  * step's observed phase, as it does for a step the operator stopped (whose pod also still
  * terminates): between `SuccessCriteriaMet` and `Complete` no pod of the Job runs at all,
  * and after `FailureTarget` only a pod already being terminated does.

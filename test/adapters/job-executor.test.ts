@@ -202,9 +202,11 @@ t.test("while observe is polled all along, the watch stops and copies as changes
   await ex.start();
   await ex.activeSteps?.();
   const runs = ["run-live-pull", "run-last"];
-  // The engine: it finishes run-last as soon as it sees its (only, last) step's Job ended.
+  // The engine: it finishes run-last as soon as it sees its (only, last) step completed, which is
+  // when the step's pod has Succeeded (before the Job controller marks the Job).
   ex.watch((id) => {
-    if (id === "run-last" && !finishedRuns.has(id) && ex.jobsOfRun(id).some((j) => !jobActive(j))) { finishedRuns.add(id); ex.forgetRun(id); }
+    if (id !== "run-last" || finishedRuns.has(id)) return;
+    void stepA(ex, id).then((a) => { if (a?.phase === "completed" && !finishedRuns.has(id)) { finishedRuns.add(id); ex.forgetRun(id); } });
   });
   let polling = true;
   let observations = 0;
@@ -218,7 +220,7 @@ t.test("while observe is polled all along, the watch stops and copies as changes
   const pull = await jobOf(ex, "run-live-pull");
   await until("the Job stopped", async () => (await readJob(pull.metadata.name)).metadata.annotations?.[ANNOTATION.stopped], 120_000);
   t.equal(await until("the last step's log copied", () => text(logKey("run-last")), 120_000), TOOL_LOG("run-last"), "the last step's log is copied");
-  t.ok(finishedRuns.has("run-last"), "although its run finished (and was forgotten) right after the Job ended");
+  t.ok(finishedRuns.has("run-last"), "although its run finished (and was forgotten) right after the step completed");
   await sleep(500);
   polling = false;
   await poller;
