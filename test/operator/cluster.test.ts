@@ -79,7 +79,9 @@ function autoFinish(runIds: string[]): void {
 /** The Job's pod is running (held by the stage-out stand-in): the Job controller and the scheduler did their part. */
 const podHeld = (job: Job) => until(`${job.metadata.name}'s pod running`, () => stageOut.held().find((name) => name.startsWith(`${job.metadata.name}-`)));
 
-const operator: Operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log, listen: false, identity: "op-test" });
+// Clean-up sweeps every 5 s: a stopped Job is deleted when its run ends, or by the next sweep when
+// the stop reached the Job cache only after the run's end (the janitor's two paths).
+const operator: Operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log, listen: false, identity: "op-test", tuning: { sweepIntervalMs: 5000 } });
 /** The operator's engine, once it leads (it campaigns for the Lease in the background). */
 const operatorEngine = () => until("the operator to lead", () => operator.engine());
 t.teardown(() => operator.stop());
