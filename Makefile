@@ -10,7 +10,7 @@ $(error could not provide Node.js 24: see the message above, or install Node.js 
 endif
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: install build lint typecheck test test-deps run bench bench-sandbox bench-viewers bench-charts clean check-node debian-tools crds chart-docs
+.PHONY: deps-gate install build lint typecheck test test-deps run bench bench-sandbox bench-viewers bench-charts clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
 # bubblewrap, the sandbox every embedded step runs in, and promtool (package prometheus), which checks both /metrics in the tests. Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -62,8 +62,13 @@ lint: install
 typecheck: install
 	npx tsc -p tsconfig.json
 
+# The installed tree must match package.json and the lock file (invalid, missing or extraneous
+# packages fail here in one line, before the long installs): docs/development.md#dependencies.
+deps-gate: install
+	@node scripts/check-deps.mjs
+
 # Lint, type check and every tap test; ends with `N passed, N failed[, N skipped]`.
-test: install debian-tools test-deps
+test: deps-gate debian-tools test-deps
 	node scripts/test.mjs
 
 # Embedded Operon: one process, filesystem storage under ./.operon (OPERON_DATA_DIR), steps
