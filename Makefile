@@ -42,7 +42,7 @@ crds: install
 chart-docs: install
 	npx tsx scripts/gen-values-doc.ts
 
-# Test servers built from Go modules and cached (DESIGN §10): MinIO for the S3 adapter tests,
+# Test servers built from Go modules and cached (docs/testing.md#test-dependencies): MinIO for the S3 adapter tests,
 # etcd + kube-apiserver + kubectl for the operator tests.
 test-deps:
 	@bash scripts/test-deps.sh

@@ -2,7 +2,7 @@
  * Staging a step's files between object storage and its working directory, in one place for
  * both modes: embedded mode's process executor calls it in-process, and in cluster mode the
  * step pod's `operon stage-in` / `operon stage-out` containers call it around the tool
- * container (DESIGN §4). Inputs come from the workspace with their secondary files (indexes);
+ * container (docs/kubernetes.md#step-pods). Inputs come from the workspace with their secondary files (indexes);
  * declared outputs go to the run folder with their SHA-256. Every path of a plan is relative
  * to the working directory: one that would land outside it (absolute, or climbing with `..`,
  * or an output that is a symlink leading out) is refused, since in a pod the plan and the

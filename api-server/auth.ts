@@ -1,5 +1,5 @@
 /**
- * Authentication and authorization (spec: Authentication; DESIGN §7). Keys arrive as
+ * Authentication and authorization (spec: Authentication; docs/security.md#api-keys). Keys arrive as
  * `Authorization: Bearer` or `X-API-Key`; only their SHA-256 is looked up. Records are
  * cached for OPERON_KEY_CACHE_TTL_SECONDS (≤ 30), so a revoked key stops working within
  * that time. Unknown keys are cached too, briefly and apart, so that a burst of one bad key

@@ -1,5 +1,5 @@
 /**
- * The error envelope of DESIGN §6: `{error, message, details, request_id}` with a fixed
+ * The error envelope (docs/api.md#errors): `{error, message, details, request_id}` with a fixed
  * status per code. Routes throw ApiError; the app's error handler renders everything,
  * including Fastify's own errors, in this shape and never leaks a stack trace, a server
  * filesystem path or a credential (`clientMessage`, `clientDetails`).

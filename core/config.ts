@@ -1,5 +1,5 @@
 /**
- * Configuration from the environment (DESIGN §8), validated with zod. A bad value stops
+ * Configuration from the environment (docs/configuration.md), validated with zod. A bad value stops
  * start-up with one line naming the variable (never echoing a secret's value). Pure: the
  * caller passes the environment.
  */

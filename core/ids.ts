@@ -22,7 +22,7 @@ export const RUN_ID = /^run-[0-9a-z]{26}$/;
 /** Organization, workspace, key and conversation ids: 1–63 letters, digits, `_` or `-`, starting with a letter or digit. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
-/** The run folder name: a UTC timestamp, `2026-11-21T22-40-05Z` (DESIGN §5). */
+/** The run folder name: a UTC timestamp, `2026-11-21T22-40-05Z` (docs/storage.md#run-folders). */
 export function runFolderName(timeMs: number): string {
   return new Date(timeMs).toISOString().replace(/\.\d{3}Z$/, "Z").replace(/:/g, "-");
 }

@@ -1,5 +1,5 @@
 /**
- * The storage layout (DESIGN §5), defined once: where a workspace's files, a run's folder, its
+ * The storage layout (docs/storage.md#layout), defined once: where a workspace's files, a run's folder, its
  * provenance manifest and its step logs live in the object store. Every module that builds
  * such a key calls these; none spells the layout itself.
  */

@@ -154,7 +154,7 @@ export function checkOutputName(input: string): PathResult {
 }
 
 /**
- * One element of a step's `args` (DESIGN §6: extra arguments, each its own argv element).
+ * One element of a step's `args` (docs/pipelines.md#step-parameters: extra arguments, each its own argv element).
  * Options are free, but nothing may name a file outside the step's working directory or a
  * URL: no `/` at all (so no absolute path, no sub-path, no `scheme://`), no `\`, no `..`,
  * no `~` (home), no `@` in front (response files, bcftools `@file` lists), no control

@@ -1,7 +1,7 @@
 /**
  * Ports: the interfaces through which Operon's logic reaches the outside world. core/ only
  * declares them; adapters/ implement them (filesystem, S3, Kubernetes), so the engine and
- * every HTTP route are the same code in embedded and cluster mode (DESIGN §3).
+ * every HTTP route are the same code in embedded and cluster mode (docs/architecture.md#ports).
  */
 import type { PipelineSpec } from "./spec/schema.js";
 import type { Invocation, Runtime } from "./tools/types.js";
@@ -67,7 +67,7 @@ export interface PresignOptions {
   range?: ByteRange;
 }
 
-/** Object storage (DESIGN §3). Keys are full storage keys; callers have already validated them. */
+/** Object storage (docs/storage.md#the-object-store-contract). Keys are full storage keys; callers have already validated them. */
 export interface ObjectStore {
   /** Streams `body` into `key`. The object appears only once complete (never half written). */
   put(key: string, body: ByteStream | Uint8Array | string, options?: PutOptions): Promise<ObjectInfo>;

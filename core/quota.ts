@@ -1,5 +1,5 @@
 /**
- * The per-organization limit on concurrent compute tasks (spec: Limits; DESIGN §4), as pure
+ * The per-organization limit on concurrent compute tasks (spec: Limits; docs/architecture.md#the-organization-limit), as pure
  * bookkeeping. `allocate` hands an organization's free slots to its ready steps first come,
  * first served (runs by creation time, then step order); the rest wait with a visible queue
  * position and never fail. `Ledger` keeps the counts between reconciles the way Kueue's

@@ -35,7 +35,7 @@ const decodeName = (s: string) => {
 
 /** Query-string parameters (`?name=value` / `&name=value`) anywhere in a text. */
 const QUERY_PARAM = /([?&;])([^=&#\s?;'"<>]+)=([^&#\s'"<>;]*)/g;
-/** Embedded-mode API keys (DESIGN §7), wherever they appear. */
+/** Embedded-mode API keys (docs/security.md#api-keys), wherever they appear. */
 const API_KEY = /\bsk_live_[A-Za-z0-9]+/g;
 /** `Authorization: Bearer …` / `Basic …` values. */
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;

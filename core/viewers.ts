@@ -1,5 +1,5 @@
 /**
- * Viewer links (spec: Visualizations; DESIGN §11), the pure part: which viewer a file opens
+ * Viewer links (spec: Visualizations; docs/viewers.md), the pure part: which viewer a file opens
  * in (by extension, through `.gz`), the `format` names the API speaks, region syntax, and
  * the capability a link carries. One definition, used by the route that issues links, the
  * routes that serve them and the tests.

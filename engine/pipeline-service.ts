@@ -1,5 +1,5 @@
 /**
- * Pipelines as a service (spec: Pipelines; DESIGN §6): spec files, validation, starting a
+ * Pipelines as a service (spec: Pipelines; docs/api.md#pipelines): spec files, validation, starting a
  * run from exactly one source, a run as its caller may see it, cancel, step logs, saving a
  * finished run as a spec, and pipeline definitions. The pipelines routes and the assistant's
  * `service_*` tools both call these: one rule each, authorised through engine/access.ts.

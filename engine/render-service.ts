@@ -1,5 +1,5 @@
 /**
- * Chart rendering as a service (spec: Visualizations; DESIGN §11): everything a render
+ * Chart rendering as a service (spec: Visualizations; docs/charts.md): everything a render
  * submission checks before its job is queued (the type, the options against the type's
  * schema, the file and any file an option names, the output folder), reading a job, and a
  * job as its caller sees it (with a short-lived key-free preview link once completed). The

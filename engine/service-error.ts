@@ -1,5 +1,5 @@
 /**
- * The service's errors, one code each (DESIGN §6): thrown by the service functions that the
+ * The service's errors, one code each (docs/api.md#errors): thrown by the service functions that the
  * HTTP routes and the assistant tools share (engine/*-service.ts), rendered by the api-server
  * as the `{error, message, details}` envelope with the code's status and by the assistant as
  * a tool error. Here, below both, so that neither owns the other's rules.

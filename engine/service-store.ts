@@ -1,5 +1,5 @@
 /**
- * Service data kept in the object store under `_system/` (DESIGN §5): API keys (only their
+ * Service data kept in the object store under `_system/` (docs/storage.md#service-data): API keys (only their
  * SHA-256 is stored, with a hash index for lookup), organizations' workspaces, and
  * conversations. One implementation for both modes, since it only speaks the ObjectStore port.
  *

@@ -1,5 +1,5 @@
 /**
- * Viewer links as a service (spec: Visualizations; DESIGN §11): the checks and the signed
+ * Viewer links as a service (spec: Visualizations; docs/viewers.md): the checks and the signed
  * grant behind `POST /v1/visualizations/viewer-url`, shared with the assistant's viewer tool.
  */
 import { detectViewer, KNOWN_EXTENSIONS, parseRegion, VIEWER_FORMATS, type FileGrant, type ViewerFormat } from "../core/viewers.js";

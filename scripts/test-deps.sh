@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Test dependencies that are not npm packages, built from their Go modules and cached outside
-# the repository (DESIGN §10). Nothing is downloaded from outside the package registries:
+# the repository (docs/testing.md#test-dependencies). Nothing is downloaded from outside the package registries:
 # `go` fetches every module through the Go module proxy.
 #  - MinIO: a real S3 server that checks SigV4 signatures.
 #  - etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kubectl, one release: a

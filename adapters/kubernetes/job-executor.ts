@@ -1,5 +1,5 @@
 /**
- * Cluster mode's StepExecutor: one `batch/v1` Job per step attempt (DESIGN §4). What a Job
+ * Cluster mode's StepExecutor: one `batch/v1` Job per step attempt (docs/kubernetes.md#step-jobs). What a Job
  * looks like and what its state means is decided in core/kubernetes/jobs.ts; this adapter
  * moves objects, split the way Nextflow splits an executor from its task handlers:
  *  - the submitter creates a step's Job (AlreadyExists counts as done);

@@ -1,5 +1,5 @@
 /**
- * Cluster mode's RunStore: each run is a PipelineRun custom resource (DESIGN §4). Reads come
+ * Cluster mode's RunStore: each run is a PipelineRun custom resource (docs/kubernetes.md#pipelinerun). Reads come
  * from a supervised informer cache; a run not yet in the cache is fetched directly. Updates
  * are read-modify-write with the resourceVersion as precondition: the desired state
  * (`spec.cancelRequested`) is patched on the resource, everything else on the status

@@ -2,7 +2,7 @@
  * The S3 adapter of the ObjectStore port (core/ports.ts): Operon's object storage in cluster
  * mode, on any S3-compatible store (AWS S3, MinIO, ...), through @aws-sdk/client-s3. It
  * exists so that the files API, saved specs, run manifests and step outputs run the same
- * code in cluster mode as on the local filesystem in embedded mode (DESIGN §1, §3, §5), and
+ * code in cluster mode as on the local filesystem in embedded mode (docs/architecture.md#two-modes, docs/storage.md), and
  * so that presigned URLs are real S3 URLs that clients fetch from the store directly.
  *
  * How the port's promises are kept on S3:

@@ -1,5 +1,5 @@
 /**
- * MCP over Streamable HTTP at `/mcp` (DESIGN §11): the assistant tool registry for external
+ * MCP over Streamable HTTP at `/mcp` (docs/mcp.md): the assistant tool registry for external
  * agents (Claude Code, Cursor, …) with the same API keys as the rest of the API. Stateless:
  * each POST gets a new server and transport (sessionIdGenerator undefined, JSON responses),
  * so any replica answers; GET (a server-sent stream) and DELETE (ending a session) are 405.

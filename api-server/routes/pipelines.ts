@@ -1,5 +1,5 @@
 /**
- * The pipelines API (spec: Pipelines; DESIGN §6): validate, run (from a built-in id, a spec
+ * The pipelines API (spec: Pipelines; docs/api.md#pipelines): validate, run (from a built-in id, a spec
  * file in the workspace or an inline spec), poll, list, cancel, step logs, save a finished
  * run as a spec, and the pipeline definitions. Scope `tools`; workspace restrictions apply.
  */

@@ -1,5 +1,5 @@
 /**
- * The agent over HTTP (spec: Agent queries; DESIGN §11): `POST /v1/query` answers a prompt
+ * The agent over HTTP (spec: Agent queries; docs/api.md#query): `POST /v1/query` answers a prompt
  * with one agent turn — the model chaining the assistant tools with the key's authority —
  * and records it as a conversation (assistant/query.ts). Without a configured provider it is
  * a 503 naming the variables to set; a provider failure is a 502 `upstream_error`.

@@ -1,5 +1,5 @@
 /**
- * Chart rendering over HTTP (spec: Visualizations; DESIGN §11): `POST /v1/visualizations/render`
+ * Chart rendering over HTTP (spec: Visualizations; docs/charts.md): `POST /v1/visualizations/render`
  * checks everything it can before answering 202 (the type, the options against the type's
  * schema, the file and any file an option names, the output folder), then the job runs in
  * the background (engine/render-jobs.ts). `GET /v1/visualizations/:job_id` reads a job and,

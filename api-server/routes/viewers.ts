@@ -1,5 +1,5 @@
 /**
- * Viewer links (spec: Visualizations; DESIGN §11). `POST /v1/visualizations/viewer-url`
+ * Viewer links (spec: Visualizations; docs/viewers.md). `POST /v1/visualizations/viewer-url`
  * issues a signed, expiring capability for one workspace file (and the index and reference
  * it needs); `/view/<token>` serves the page for its kind, and everything the page loads —
  * scripts, styles, the file's bytes (with Range), its index — comes from this server under

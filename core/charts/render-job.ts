@@ -1,5 +1,5 @@
 /**
- * Render jobs (spec: Visualizations; DESIGN §11), the pure part: the record kept under
+ * Render jobs (spec: Visualizations; docs/charts.md), the pure part: the record kept under
  * `_system/` (so any api-server replica can answer for it), what its status is when read
  * (a job whose worker stopped heartbeating is `failed`, computed on read — never stuck
  * `running`), the names its image and data take in the workspace, and its API view.

@@ -1,5 +1,5 @@
 /**
- * One Kubernetes Job per step (DESIGN §4), as pure data: the Job a step attempt becomes, and
+ * One Kubernetes Job per step (docs/kubernetes.md#step-jobs), as pure data: the Job a step attempt becomes, and
  * what a Job and its pods say about the step (running, completed, failed and why). Kept here
  * so the Kubernetes executor stays a dumb mover of objects and every decision — OOM-killed,
  * evicted, an image that cannot start, a deadline, a stop requested by the operator — is a

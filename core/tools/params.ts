@@ -1,5 +1,5 @@
 /**
- * Building blocks shared by every tool: the common parameter names of DESIGN §6 as zod
+ * Building blocks shared by every tool: the common parameter names (docs/pipelines.md#step-parameters) as zod
  * schemas that also accept `${...}` references, path helpers, and the small functions
  * argv builders use to read validated parameters. Nothing here builds a shell string.
  */
@@ -90,7 +90,7 @@ export const bool = () => z.union([z.boolean(), z.string().refine((v) => v === "
 export const oneOf = <T extends string>(values: readonly [T, ...T[]]) =>
   z.union([z.enum(values), z.string().refine(isRef, `expected one of ${values.join(", ")}`)]);
 
-/** The parameters every tool accepts (DESIGN §6): command, files, outputs, args, threads. */
+/** The parameters every tool accepts (docs/pipelines.md#step-parameters): command, files, outputs, args, threads. */
 export function commonParams(toolId: string, commands: readonly [string, ...string[]]) {
   return {
     command: z.enum(commands).optional(),

@@ -1,5 +1,5 @@
 /**
- * Secondary files (DESIGN §6): the index files that sit beside a primary file and travel
+ * Secondary files (docs/pipelines.md#step-parameters): the index files that sit beside a primary file and travel
  * with it whenever the primary is staged into a step, from the workspace or an earlier step.
  */
 

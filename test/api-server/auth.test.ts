@@ -1,5 +1,5 @@
 /**
- * Authentication (spec: Authentication; DESIGN §6–§7): both key headers, every kind of
+ * Authentication (spec: Authentication; docs/security.md#api-keys): both key headers, every kind of
  * rejected key, revocation within the cache TTL, hashed storage, batched last_used_at,
  * auth metrics, per-key rate limits, the public endpoints, the OpenAPI document and
  * request ids.
@@ -155,7 +155,7 @@ t.test("last_used_at is batched, not written per request", async (tt) => {
 });
 
 t.test("a revocation made while last_used_at is being flushed is not lost", async (tt) => {
-  // The CLI revokes keys by writing the key record directly (DESIGN §7), from another
+  // The CLI revokes keys by writing the key record directly (docs/security.md#api-keys), from another
   // process, while the server's periodic flush read-modify-writes the same record. Here the
   // revocation lands between the flush's read and its write.
   const dir = mkdtempSync(join(tmpdir(), "operon-auth-race-"));

@@ -1,5 +1,5 @@
 /**
- * Floods of bad keys (DESIGN §6–§7): a per-address rate limit runs before authentication, so
+ * Floods of bad keys (docs/security.md#api-keys): a per-address rate limit runs before authentication, so
  * random keys from one address are refused with 429 (Retry-After) after the limit without a
  * store read each, while the per-key limit stays; unknown keys are cached briefly and apart
  * from known keys, so they cost one read per burst and never evict a good key; a key created

@@ -39,7 +39,7 @@ const root = (org: string, ws: string) => `orgs/${org}/workspaces/${ws}/`;
 
 interface Expected { status: number; error: string | null }
 
-/** The whole security policy in a few lines (spec: Authentication; DESIGN §6–§7). */
+/** The whole security policy in a few lines (spec: Authentication; docs/security.md#api-keys). */
 function expectedFor(cell: { org: string; restriction: Restriction; scopes: Scope[]; endpointScope: Scope | "any"; okStatus: number; target: string | null }): Expected {
   if (cell.endpointScope !== "any" && !cell.scopes.includes(cell.endpointScope)) return { status: 403, error: "insufficient_scope" };
   if (cell.target === null) return { status: cell.okStatus, error: null };

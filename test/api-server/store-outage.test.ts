@@ -1,5 +1,5 @@
 /**
- * Object store outages through the API, against a real MinIO (DESIGN §6: 503 `unavailable`).
+ * Object store outages through the API, against a real MinIO (docs/api.md#errors: 503 `unavailable`).
  * MinIO is killed for about ten seconds, then frozen (SIGSTOP: connections are accepted but
  * never answered): meanwhile file listings, uploads, download URLs and key lookups answer
  * 503 with Retry-After and no internals, within a bound instead of hanging; once MinIO is

@@ -1,5 +1,5 @@
 /**
- * Run folders (DESIGN §5): a UTC timestamp, unique per workspace even for a burst of
+ * Run folders (docs/storage.md#run-folders): a UTC timestamp, unique per workspace even for a burst of
  * submissions in the same second, concurrent or not, found without re-listing every
  * earlier folder of that second; a folder already in storage is never reused; and two
  * api-server processes (two engines sharing only the store) never share a folder, on the

@@ -1,4 +1,4 @@
-// The test harness itself (DESIGN §10): startTestEnv gives a real, reachable, authenticated
+// The test harness itself (docs/testing.md#the-kubernetes-control-plane): startTestEnv gives a real, reachable, authenticated
 // control plane with the CRDs installed and a real S3 server, and stop() leaves nothing behind;
 // `npm run test-env` does the same as a long-running process. The full control plane behaves as
 // a cluster's: the Job controller creates pods, the scheduler binds them, kwok's nodes and the

@@ -1,5 +1,5 @@
 /**
- * Stand-ins for what does not run in the test environment's simulated nodes (DESIGN §10).
+ * Stand-ins for what does not run in the test environment's simulated nodes (docs/testing.md#kwok-stand-ins).
  *
  * `startStageOut`: nothing runs on a kwok node, so no stage-out container uploads a step's
  * declared outputs, and the operator's HEAD check of a completed step would fail. This watches

@@ -1,5 +1,5 @@
 /**
- * A real Kubernetes control plane for tests (DESIGN §10), started on loopback ports in a fresh
+ * A real Kubernetes control plane for tests (docs/testing.md#the-kubernetes-control-plane), started on loopback ports in a fresh
  * temp dir with generated certificates, an admin bearer token and RBAC, the CRDs from crds/
  * installed and Established, plus a real S3 server (MinIO, see ./minio.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * A real S3 server for tests (DESIGN §10): MinIO, built from its Go module by
+ * A real S3 server for tests (docs/testing.md#minio): MinIO, built from its Go module by
  * `make test-deps` into the cache dir, started on loopback ports with random credentials in
  * a temporary data dir. It checks SigV4 signatures, so signing bugs fail the tests.
  */

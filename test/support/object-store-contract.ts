@@ -1,5 +1,5 @@
 /**
- * The ObjectStore contract (DESIGN §3): one suite that every adapter (s3, local-fs) must
+ * The ObjectStore contract (docs/storage.md#the-object-store-contract): one suite that every adapter (s3, local-fs) must
  * pass, so both modes store, list, range and presign the same way. Each case gets a fresh,
  * empty store from `make()` and calls its `cleanup()` afterwards.
  */

@@ -1,6 +1,6 @@
 /**
  * The test kubelet: one node of the test environment whose pods really run, as local processes
- * with the real tools (DESIGN §10). The scheduler binds pods to it like to any node; the Job
+ * with the real tools (docs/testing.md#the-test-kubelet). The scheduler binds pods to it like to any node; the Job
  * controller turns what it reports into Job conditions. Use it where a test needs real outputs
  * (the tools' files, their logs, their exit codes); kwok's nodes (k8s-env.ts) stand in where
  * only the pods' life cycle matters.
