@@ -11,7 +11,7 @@ import type { WorkspaceRecord } from "./service-store.js";
 
 export const DOWNLOAD_URL_SECONDS = 3600;
 export const UPLOAD_URL_SECONDS = 3600;
-/** A single presigned PUT is limited to 5 GiB (S3's limit); larger files use multipart (see README). */
+/** A single presigned PUT is limited to 5 GiB (S3's limit); there is no multipart upload, so no upload can be larger. */
 export const MAX_PRESIGNED_PUT_BYTES = 5 * 1024 ** 3;
 
 export type FileView = ReturnType<typeof renderFileView>;
@@ -105,7 +105,7 @@ export function fileName(field: string, name: string | undefined): string {
 /** Step 1 of the large-file flow: a presigned PUT URL for `path/filename` in `ws`. */
 export async function createUploadUrl(store: ObjectStore, ws: WorkspaceRecord, b: { filename: string; path?: string | undefined; contentType?: string | undefined; size?: number | undefined }) {
   if (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES) {
-    throw new ApiError("payload_too_large", `size: a single presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB); split larger files with the multipart variant (see the README)`, { field: "size" });
+    throw new ApiError("payload_too_large", `size: a file takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB, the limit of one presigned PUT); larger uploads are not supported`, { field: "size" });
   }
   const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
   const uploadUrl = await store.presignPut(storageKey, { expiresIn: UPLOAD_URL_SECONDS, ...(b.contentType ? { contentType: b.contentType } : {}) });

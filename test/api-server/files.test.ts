@@ -240,7 +240,8 @@ t.test("large-file flow: upload-url → PUT → upload-confirm, and presigned UR
   t.match(expired.json().message, /expired/);
 
   const tooBig = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { filename: "huge.bam", workspace_id: "ws1", size: 6 * 1024 ** 3 } });
-  t.equal(tooBig.statusCode, 413, "over 5 GiB needs the multipart variant");
+  t.equal(tooBig.statusCode, 413, "over 5 GiB is refused");
+  t.match(tooBig.json(), { error: "payload_too_large", message: /at most 5368709120 bytes \(5 GiB.*not supported/, details: { field: "size" } }, "the message gives the limit and says larger uploads are not supported");
 });
 
 t.test("a client that disconnects mid-upload leaves no object and no temp file", async (t) => {
