@@ -1,6 +1,6 @@
 /**
  * Administration commands that act on the configured store directly (same environment as
- * the server, DESIGN §7): `operon workspaces create|list`, `operon keys create|list|revoke`.
+ * the server; docs/security.md, "API keys"): `operon workspaces create|list`, `operon keys create|list|revoke`.
  */
 import { Command } from "commander";
 import { parseConfig } from "../core/config.js";

@@ -10,24 +10,23 @@
 import { Command } from "commander";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { parseCli, UsageError, type CliIO, type Ctx } from "./program.js";
-import { bootstrapKeyPath, readBootstrapKey } from "./run.js";
+import { ApiClient, ApiError, apiPath, causeOf, ConnectionError, failure, query, resolveConnection, withConnection } from "./client.js";
 
 /** Reconnections after a dropped connection before giving up. */
 const MAX_RESUMES = 3;
 
 interface AskOptions { workspace?: string; conversation?: string; url?: string; key?: string }
 
-export function askCli(ctx: Ctx, fetchImpl: typeof fetch = fetch): Command {
-  return new Command("ask")
+export function askCli(ctx: Ctx, fetchImpl: typeof fetch = ctx.fetch ?? fetch): Command {
+  const cmd = new Command("ask")
     .summary("Ask the agent, streaming its answer and tool progress")
     .description("Ask Operon's agent, which chains the assistant tools with the key's authority, and stream the turn: the "
       + "model's text on stdout as it comes, each tool call and its outcome on stderr, then the conversation id to continue "
       + "it with --conversation. The turn runs on the server: a dropped connection is resumed.")
     .argument("<PROMPT>", "what to ask")
     .option("--workspace <id>", "the workspace the agent acts in (required when the key is limited to workspaces)")
-    .option("--conversation <id>", "continue this conversation")
-    .option("--url <url>", "the API's base URL (default: $OPERON_URL, else http://127.0.0.1:$PORT, port 8080)")
-    .option("--key <key>", "the API key (default: $OPERON_API_KEY, else $OPERON_DATA_DIR/bootstrap-key)")
+    .option("--conversation <id>", "continue this conversation");
+  return withConnection(cmd)
     .addHelpText("after", `
 Exit codes: 0 answered, 1 refused by the API (unknown workspace or conversation, no LLM configured)
 or the turn failed, 2 usage error, no API key or server unreachable.
@@ -44,14 +43,10 @@ export async function askCommand(args: string[], io: CliIO, env: NodeJS.ProcessE
   return parseCli(askCli(ctx, fetchImpl), args, ctx);
 }
 
-class ConnectionError extends Error {}
-
 async function ask(prompt: string, opts: AskOptions, io: CliIO, env: NodeJS.ProcessEnv, fetchImpl: typeof fetch): Promise<number> {
   if (prompt.trim() === "") throw new UsageError("PROMPT must not be empty");
-  const base = (opts.url ?? env.OPERON_URL ?? `http://127.0.0.1:${env.PORT || 8080}`).replace(/\/+$/, "");
-  const key = opts.key ?? env.OPERON_API_KEY ?? readBootstrapKey(env);
-  if (!key) throw new UsageError(`no API key: pass --key, set OPERON_API_KEY, or keep one in ${bootstrapKeyPath(env)}`);
-  const headers = { authorization: `Bearer ${key}`, accept: "text/event-stream" };
+  const client = new ApiClient(resolveConnection(opts, env), fetchImpl);
+  const headers = { accept: "text/event-stream" };
   const body = { prompt, ...(opts.workspace ? { workspace_id: opts.workspace } : {}), ...(opts.conversation ? { conversation_id: opts.conversation } : {}) };
 
   const state: TurnState = { lastId: 0, conversationId: undefined, ended: undefined, text: "" };
@@ -59,19 +54,18 @@ async function ask(prompt: string, opts: AskOptions, io: CliIO, env: NodeJS.Proc
     let res: Response;
     try {
       res = attempt === 0 || state.conversationId === undefined
-        ? await fetchImpl(`${base}/v1/query/stream`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) })
-        : await fetchImpl(`${base}/v1/query/stream?conversation_id=${encodeURIComponent(state.conversationId)}`, { headers: { ...headers, "last-event-id": String(state.lastId) } });
+        ? await client.raw("POST", "/v1/query/stream", { headers, body })
+        : await client.raw("GET", apiPath`/v1/query/stream` + query({ conversation_id: state.conversationId }), { headers: { ...headers, "last-event-id": String(state.lastId) } });
     } catch (e) {
       if (attempt > 0 && attempt < MAX_RESUMES) continue;
-      io.err(`operon ask: cannot reach ${base} (${causeOf(e)})`);
+      io.err(`operon ask: ${causeOf(e)}`);
       return 2;
     }
     if (!(res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
       const text = await res.text().catch(() => "");
-      let j: { error?: string; message?: string } = {};
-      try { j = JSON.parse(text) as typeof j; } catch { /* not JSON: say the status */ }
-      io.err(`operon ask: ${j.message ?? `HTTP ${res.status}${text ? ` (${text.slice(0, 120).replace(/\s+/g, " ")})` : ""}`}${j.error ? ` (${j.error})` : ""}`);
-      return res.status >= 400 && j.error ? 1 : 2;
+      const f = failure(res, text, `${res.status}`);
+      io.err(`operon ask: ${f.message}`);
+      return f instanceof ApiError && f.status >= 400 && f.code ? 1 : 2;
     }
     try {
       await read(res, state, io);
@@ -127,8 +121,4 @@ function show(m: EventSourceMessage, state: TurnState, io: CliIO): void {
     case "error": state.ended = "error"; io.err(`operon ask: ${s(d.message)} (${s(d.code)})`); break;
     default: break;
   }
-}
-
-function causeOf(e: unknown): string {
-  return e instanceof Error && e.cause instanceof Error ? e.cause.message : e instanceof Error ? e.message : String(e);
 }

@@ -15,6 +15,11 @@ import { stageInCli, stageOutCli } from "./stage.js";
 import { validateCli } from "./validate.js";
 import { mcpCli } from "./mcp.js";
 import { askCli } from "./ask.js";
+import { filesCli } from "./files.js";
+import { pipelinesCli } from "./pipelines.js";
+import { runsCli } from "./runs.js";
+import { toolsCli } from "./tools.js";
+import { renderCli, viewerCli } from "./visualize.js";
 
 /**
  * The version in package.json, read next to the module: ../package.json from the source
@@ -75,21 +80,6 @@ function operatorCli(ctx: Ctx): Command {
     });
 }
 
-function toolsCli(ctx: Ctx): Command {
-  return new Command("tools")
-    .summary("List the compute tools and their commands")
-    .description("List the compute tools of the catalogue: id, version and commands.")
-    .option("--json", "print them as JSON: [{id, description, version, image, commands}]")
-    .addHelpText("after", "\nExample:\n  operon tools --json")
-    .action(async (opts: { json?: boolean }) => {
-      const { defaultCatalogue } = await import("../core/tools/index.js");
-      const list = defaultCatalogue.ids.map((id) => defaultCatalogue.get(id)).filter((t) => t !== undefined);
-      if (opts.json) ctx.io.out(JSON.stringify(list.map((t) => ({ id: t.id, description: t.description, version: t.version, image: t.image, commands: Object.keys(t.commands) })), null, 2));
-      else for (const t of list) ctx.io.out(`${t.id.padEnd(12)} ${t.version.padEnd(10)} ${Object.keys(t.commands).join(", ")}`);
-      ctx.code = 0;
-    });
-}
-
 /** The whole command tree; actions leave their exit code in `ctx.code`. */
 export function createProgram(ctx: Ctx): Command {
   const program = new Command("operon")
@@ -99,24 +89,31 @@ export function createProgram(ctx: Ctx): Command {
 Run operon <command> --help for a command's options; operon help <command> does the same.
 Configuration is by environment variables (README "Configuration"). Administration commands
 (workspaces, keys) act on the configured store directly: run them with the server's environment.
+The other commands that name a server (run, runs, pipelines, files, tools, viewer, render, ask, mcp)
+call its HTTP API: --url, else $OPERON_URL, else http://127.0.0.1:$PORT; --key, else
+$OPERON_API_KEY, else $OPERON_DATA_DIR/bootstrap-key; --workspace, else default. --json prints
+machine-readable output.
 Embedded mode is one process, operon serve. Cluster mode runs operon api-server and operon operator
 from one image, whose step pods run operon stage-in and operon stage-out around the tool.
 
 Exit codes: 0 success, 1 the command's own failure (validate: spec invalid; run: refused, failed or
-cancelled; ask: refused or the turn failed; keys revoke: no such key; stage-in/out: staging
-failed), 2 usage error (unknown command, unknown or missing option, bad value), unreadable input or
-invalid configuration.`);
+cancelled; an API command: refused by the API; ask: refused or the turn failed; keys revoke: no
+such key; stage-in/out: staging failed), 2 usage error (unknown command, unknown or missing option,
+bad value), unreadable input, invalid configuration or server unreachable. tools run exits with the
+tool's own code.`);
   const group = (heading: string, ...cmds: Command[]) => { for (const c of cmds) program.addCommand(c.helpGroup(heading)); };
   group("Servers:", serverCli("serve", ctx), serverCli("api-server", ctx), operatorCli(ctx));
   group("Administration:", workspacesCli(ctx), keysCli(ctx));
-  group("Pipelines:", validateCli(ctx), runCli(ctx), toolsCli(ctx));
+  group("Pipelines:", validateCli(ctx), runCli(ctx), runsCli(ctx), pipelinesCli(ctx), toolsCli(ctx));
+  group("Files and charts:", filesCli(ctx), viewerCli(ctx), renderCli(ctx));
   group("Assistants:", askCli(ctx), mcpCli(ctx));
   group("Step pods (cluster mode):", stageInCli(ctx), stageOutCli(ctx));
   return program;
 }
 
-export async function main(argv: string[], io: CliIO): Promise<number> {
-  const ctx: Ctx = { io, env: process.env, code: 0 };
+/** `operon …` with the words after `operon`; `opts` replaces the environment and fetch (tests). */
+export async function main(argv: string[], io: CliIO, opts: { env?: NodeJS.ProcessEnv; fetch?: typeof fetch } = {}): Promise<number> {
+  const ctx: Ctx = { io, env: opts.env ?? process.env, code: 0, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
   return parseCli(createProgram(ctx), argv.length === 0 ? ["--help"] : argv, ctx);
 }
 

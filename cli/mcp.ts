@@ -9,25 +9,19 @@ import { Command } from "commander";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { UsageError, type Ctx } from "./program.js";
-import { bootstrapKeyPath, readBootstrapKey } from "./run.js";
+import type { Ctx } from "./program.js";
+import { resolveConnection, withConnection } from "./client.js";
 
 export function mcpCli(ctx: Ctx): Command {
-  return new Command("mcp")
+  return withConnection(new Command("mcp")
     .summary("Serve Operon's assistant tools to a stdio MCP client (proxies to <url>/mcp)")
     .description("Speak MCP on stdin/stdout for desktop clients, forwarding each message to the Operon server's /mcp endpoint "
-      + "with the API key: the tools are exactly the server's, authorised for that key. Diagnostics go to stderr; stdout carries only MCP messages.")
-    .option("--url <url>", "the API's base URL (default: $OPERON_URL, else http://127.0.0.1:$PORT, port 8080)")
-    .option("--key <key>", "the API key (default: $OPERON_API_KEY, else $OPERON_DATA_DIR/bootstrap-key)")
+      + "with the API key: the tools are exactly the server's, authorised for that key. Diagnostics go to stderr; stdout carries only MCP messages."))
     .addHelpText("after", "\nExit codes: 0 the client closed stdin, 2 no API key or a bad URL.\n\nExample (a stdio client's configuration):\n  {\"command\": \"operon\", \"args\": [\"mcp\"], \"env\": {\"OPERON_URL\": \"https://operon.example.org\", \"OPERON_API_KEY\": \"sk_live_...\"}}")
     .action(async (opts: { url?: string; key?: string }) => {
       const { env, io } = ctx;
-      const base = (opts.url ?? env.OPERON_URL ?? `http://127.0.0.1:${env.PORT || 8080}`).replace(/\/+$/, "");
-      const key = opts.key ?? env.OPERON_API_KEY ?? readBootstrapKey(env);
-      if (!key) throw new UsageError(`no API key: pass --key, set OPERON_API_KEY, or keep one in ${bootstrapKeyPath(env)}`);
-      let endpoint: URL;
-      try { endpoint = new URL(`${base}/mcp`); } catch { throw new UsageError(`--url: ${JSON.stringify(base)} is not a URL`); }
-      ctx.code = await proxy(endpoint, key, (s) => io.err(`operon mcp: ${s}`));
+      const { base, key } = resolveConnection(opts, env);
+      ctx.code = await proxy(new URL(`${base}/mcp`), key, (s) => io.err(`operon mcp: ${s}`));
     });
 }
 

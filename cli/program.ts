@@ -12,8 +12,11 @@ import { Help, type Command, type CommanderError, type Option } from "commander"
 
 export interface CliIO { out(s: string): void; err(s: string): void }
 
-/** What an action needs: the output, the environment, and where it leaves its exit code. */
-export interface Ctx<IO extends CliIO = CliIO> { io: IO; env: NodeJS.ProcessEnv; code: number }
+/**
+ * What an action needs: the output, the environment, and where it leaves its exit code;
+ * `fetch` replaces the global fetch for the commands that call the API (tests use it).
+ */
+export interface Ctx<IO extends CliIO = CliIO> { io: IO; env: NodeJS.ProcessEnv; code: number; fetch?: typeof fetch }
 
 /** A usage problem an action finds after parsing (a bad value): exit 2, one line with the --help hint. */
 export class UsageError extends Error {}

@@ -7,10 +7,10 @@
  * or was cancelled; 2 for usage and connection problems.
  */
 import { isFinal } from "../core/status.js";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { parseCli, UsageError, type CliIO, type Ctx } from "./program.js";
+import { ApiClient, ApiError, apiPath, ConnectionError, query, resolveConnection, withConnection } from "./client.js";
 import { readSpecFile } from "./validate.js";
 
 /** The CLI's output, plus whether stdout is a terminal (defaults to process.stdout.isTTY). */
@@ -22,12 +22,6 @@ const MAX_POLL_FAILURES = 5;
 
 interface StepView { step_id: string; tool: string; status: string; error: string | null; waiting_reason: string | null; queue_position?: number }
 interface RunView { id: string; status: string; progress_pct: number; output_paths: string[]; steps: StepView[]; error: string | null; output_folder: string }
-
-/** A problem talking to the server (exit 2), as opposed to an answer refusing the run (exit 1). */
-class ConnectionError extends Error {}
-class ApiFailure extends Error {
-  constructor(readonly status: number, message: string, readonly lines: string[]) { super(message); }
-}
 
 /** Parses repeated `k=v` arguments; the value is everything after the first `=` (it may contain `=`). */
 export function parseInputs(pairs: readonly string[]): Record<string, string> {
@@ -51,8 +45,8 @@ function pollMs(value: string): number {
 }
 
 /** The `run` command's definition; its action leaves the exit code in `ctx.code`. */
-export function runCli(ctx: Ctx<RunIO>, fetchImpl: typeof fetch = fetch): Command {
-  return new Command("run")
+export function runCli(ctx: Ctx<RunIO>, fetchImpl: typeof fetch = ctx.fetch ?? fetch): Command {
+  const cmd = new Command("run")
     .summary("Start a run via the HTTP API, optionally following it to the end")
     .description("Start a run through the HTTP API (so it works against a remote server, with the same keys, scopes and "
       + "validation as any client) and, with --follow, show one progress line per step until it ends, then its outputs.\n"
@@ -62,9 +56,8 @@ export function runCli(ctx: Ctx<RunIO>, fetchImpl: typeof fetch = fetch): Comman
     .requiredOption("--workspace <id>", "the workspace the run belongs to")
     .option("--input <name=value>", "a pipeline input; repeat for each input", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--follow", "wait for the run to end, showing each step's progress")
-    .option("--json", "print the API's run object as JSON (with --follow: the final one)")
-    .option("--url <url>", "the API's base URL (default: $OPERON_URL, else http://127.0.0.1:$PORT, port 8080)")
-    .option("--key <key>", "the API key (default: $OPERON_API_KEY, else $OPERON_DATA_DIR/bootstrap-key)")
+    .option("--json", "print the API's run object as JSON (with --follow: the final one)");
+  return withConnection(cmd)
     .option("--poll-ms <ms>", "with --follow, the polling interval in milliseconds, 10 to 60000", pollMs, 500)
     .addHelpText("after", `
 Exit codes: 0 started (with --follow: completed), 1 refused by the API, failed or cancelled,
@@ -89,7 +82,7 @@ async function runAction(target: string, opts: RunOptions, io: RunIO, env: NodeJ
     return await run(target, opts, io, env, fetchImpl);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    if (e instanceof ApiFailure) { io.err(`operon run: ${e.message}`); for (const l of e.lines) io.err(l); return 1; }
+    if (e instanceof ApiError) { io.err(`operon run: ${e.message}`); for (const l of e.lines) io.err(l); return 1; }
     io.err(`operon run: ${e instanceof Error ? e.message : String(e)}`);
     return 2;
   }
@@ -99,9 +92,7 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
   const workspace = opts.workspace;
   if (!workspace) throw new UsageError("--workspace must not be empty");
   const input = parseInputs(opts.input ?? []);
-  const base = (opts.url ?? env.OPERON_URL ?? `http://127.0.0.1:${env.PORT || 8080}`).replace(/\/+$/, "");
-  const key = opts.key ?? env.OPERON_API_KEY ?? readBootstrapKey(env);
-  if (!key) throw new UsageError(`no API key: pass --key, set OPERON_API_KEY, or keep one in ${bootstrapKeyPath(env)}`);
+  const client = new ApiClient(resolveConnection(opts, env), fetchImpl);
 
   const body: Record<string, unknown> = { workspace_id: workspace, input };
   if (target.endsWith(".json") && existsSync(target)) {
@@ -114,7 +105,7 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
     body.pipeline_id = target;
   }
 
-  const api = client(base, key, fetchImpl);
+  const api = (method: "GET" | "POST", path: string, b?: unknown) => client.data<RunView>(method, path, b === undefined ? {} : { body: b });
   const submitted = await api("POST", "/v1/pipelines", body);
   if (!opts.follow) {
     io.out(opts.json ? JSON.stringify(submitted, null, 2) : submitted.id);
@@ -123,7 +114,7 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
 
   const tty = io.isTTY ?? process.stdout.isTTY === true;
   const render = opts.json ? () => undefined : renderer(io, tty);
-  const path = `/v1/pipelines/${encodeURIComponent(submitted.id)}?workspace_id=${encodeURIComponent(workspace)}`;
+  const path = apiPath`/v1/pipelines/${submitted.id}` + query({ workspace_id: workspace });
   let current = submitted;
   let failures = 0;
   render(current);
@@ -133,7 +124,7 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
       current = await api("GET", path);
       failures = 0;
     } catch (e) {
-      const transient = e instanceof ConnectionError || (e instanceof ApiFailure && (e.status === 429 || e.status >= 500));
+      const transient = e instanceof ConnectionError || (e instanceof ApiError && (e.status === 429 || e.status >= 500));
       if (!transient || ++failures >= MAX_POLL_FAILURES) throw new ConnectionError(`following ${submitted.id}: ${e instanceof Error ? e.message : String(e)}`);
       continue;
     }
@@ -150,43 +141,6 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
     }
   }
   return current.status === "completed" ? 0 : 1;
-}
-
-export function bootstrapKeyPath(env: NodeJS.ProcessEnv): string {
-  return join(env.OPERON_DATA_DIR || "./.operon", "bootstrap-key");
-}
-
-export function readBootstrapKey(env: NodeJS.ProcessEnv): string | undefined {
-  try { return readFileSync(bootstrapKeyPath(env), "utf8").trim() || undefined; } catch { return undefined; }
-}
-
-/** A JSON call to the API returning `data`; API errors become ApiFailure, transport errors ConnectionError. */
-function client(base: string, key: string, fetchImpl: typeof fetch) {
-  return async (method: "GET" | "POST", path: string, body?: unknown): Promise<RunView> => {
-    let res: Response;
-    let text: string;
-    try {
-      res = await fetchImpl(`${base}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, accept: "application/json", ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      text = await res.text();
-    } catch (e) {
-      const cause = e instanceof Error && e.cause instanceof Error ? e.cause.message : e instanceof Error ? e.message : String(e);
-      throw new ConnectionError(`cannot reach ${base} (${cause})`);
-    }
-    let json: unknown;
-    try { json = JSON.parse(text); } catch {
-      throw new ConnectionError(`${method} ${base}${path}: HTTP ${res.status}, not a JSON answer${text ? ` (${text.slice(0, 120).replace(/\s+/g, " ")})` : ""}`);
-    }
-    const j = json as { data?: RunView; error?: string; message?: string; details?: { errors?: Array<{ code?: string; path?: string; message?: string }> } };
-    if (!res.ok || j.data === undefined) {
-      const lines = (j.details?.errors ?? []).map((e) => `  ${e.path || "/"}: ${e.message ?? ""}${e.code ? ` [${e.code}]` : ""}`);
-      throw new ApiFailure(res.status, `${j.message ?? `HTTP ${res.status}`}${j.error ? ` (${j.error})` : ""}`, lines);
-    }
-    return j.data;
-  };
 }
 
 function bar(status: string): string {

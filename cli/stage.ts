@@ -1,6 +1,6 @@
 /**
  * `operon stage-in` and `operon stage-out`: the operon-image containers of a cluster-mode step
- * pod (DESIGN §4). stage-in (init container) fills the shared working directory from object
+ * pod (docs/kubernetes.md, "Step pods"). stage-in (init container) fills the shared working directory from object
  * storage before the tool image runs; stage-out (main container) uploads the declared outputs
  * with their SHA-256 afterwards. They run adapters/staging.ts, the same code as embedded mode.
  * The plan is env `OPERON_STEP_PLAN` (JSON of StepPlan); the store is configured exactly as the

@@ -1,12 +1,13 @@
 /**
- * `operon validate FILE [--json]`: checks a pipeline spec file with exactly the checks a run
- * applies. Exit 0 when valid, 1 when invalid, 2 when the file cannot be read or parsed.
+ * `operon validate FILE [--json]` (also `operon pipelines validate FILE`, cli/pipelines.ts):
+ * checks a pipeline spec file with exactly the checks a run applies. Exit 0 when valid, 1
+ * when invalid, 2 when the file cannot be read or parsed.
  */
 import { open } from "node:fs/promises";
 import { Command } from "commander";
 import { MAX_SPEC_BYTES } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
-import type { Issue } from "../core/issues.js";
+import type { Issue, ValidationResult } from "../core/issues.js";
 import type { CliIO, Ctx } from "./program.js";
 
 export type { CliIO } from "./program.js";
@@ -42,7 +43,7 @@ export async function readSpecFile(path: string): Promise<{ ok: true; spec: unkn
 export function validateCli(ctx: Ctx): Command {
   return new Command("validate")
     .summary("Check a pipeline spec file (exit 0 valid, 1 invalid, 2 unreadable)")
-    .description("Check a pipeline spec file with exactly the checks a run applies; print its errors and warnings.")
+    .description("Check a pipeline spec file with exactly the checks a run applies; print its errors and warnings. The same as operon pipelines validate FILE.")
     .argument("<FILE>", "the pipeline spec, JSON, at most 1 MB")
     .option("--json", "print the result as JSON: {valid, errors, warnings}")
     .addHelpText("after", `
@@ -53,12 +54,16 @@ Example:
     .action(async (file: string, opts: { json?: boolean }) => { ctx.code = await validateCommand(file, opts.json === true, ctx.io); });
 }
 
-/** Checks `file` and prints the result; the exit code. */
-export async function validateCommand(file: string | undefined, json: boolean, io: CliIO): Promise<number> {
-  if (!file) { io.err("operon validate: missing argument FILE (see operon validate --help)"); return 2; }
+/** Checks `file` and prints the result; the exit code. `name` is the command, for messages. */
+export async function validateCommand(file: string | undefined, json: boolean, io: CliIO, name = "operon validate"): Promise<number> {
+  if (!file) { io.err(`${name}: missing argument FILE (see ${name} --help)`); return 2; }
   const read = await readSpecFile(file);
-  if (!read.ok) { io.err(`operon validate: ${read.message}`); return 2; }
-  const result = validateSpec(read.spec);
+  if (!read.ok) { io.err(`${name}: ${read.message}`); return 2; }
+  return printValidation(file, validateSpec(read.spec), json, io);
+}
+
+/** Prints a validation result (as JSON, or a summary line and one line per issue); 0 valid, 1 invalid. */
+export function printValidation(file: string, result: ValidationResult, json: boolean, io: CliIO): number {
   if (json) {
     io.out(JSON.stringify(result, null, 2));
   } else {

@@ -17,7 +17,8 @@ const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { version: strin
 async function cli(args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(args, { out: (s) => out.push(s), err: (s) => err.push(s) });
+  // An environment of its own: no server or key of the machine's can change an answer.
+  const code = await main(args, { out: (s) => out.push(s), err: (s) => err.push(s) }, { env: { OPERON_DATA_DIR: "/nonexistent" } });
   return { code, stdout: out.join("\n"), stderr: err.join("\n"), errLines: err.flatMap((s) => s.split("\n")) };
 }
 
@@ -38,7 +39,26 @@ const COMMANDS: Record<string, string[]> = {
   "keys revoke": ["--json"],
   "validate": ["--json"],
   "run": ["!--workspace", "--input", "--follow", "--json", "--url", "--key", "--poll-ms"],
-  "tools": ["--json"],
+  "runs": [],
+  "runs ls": ["--status", "--limit", "--cursor", "--all", "--workspace", "--json", "--url", "--key"],
+  "runs show": ["--workspace", "--json", "--url", "--key"],
+  "runs logs": ["--tail", "--workspace", "--json", "--url", "--key"],
+  "runs cancel": ["--workspace", "--json", "--url", "--key"],
+  "runs save-spec": ["!--name", "--overwrite", "--workspace", "--json", "--url", "--key"],
+  "pipelines": [],
+  "pipelines ls": ["--workspace", "--json", "--url", "--key"],
+  "pipelines show": ["--json", "--url", "--key"],
+  "pipelines validate": ["--spec-file", "--workspace", "--json", "--url", "--key"],
+  "tools": [],
+  "tools ls": ["--json", "--url", "--key"],
+  "tools run": ["--command", "--param", "--workspace", "--json", "--url", "--key"],
+  "files": [],
+  "files ls": ["--prefix", "--limit", "--cursor", "--all", "--workspace", "--json", "--url", "--key"],
+  "files upload": ["--path", "--description", "--workspace", "--json", "--url", "--key"],
+  "files download": ["--workspace", "--json", "--url", "--key"],
+  "files rm": ["--workspace", "--json", "--url", "--key"],
+  "viewer": ["--format", "--reference", "--region", "--expires-in", "--workspace", "--json", "--url", "--key"],
+  "render": ["--option", "--format", "--output-path", "--workspace", "--json", "--url", "--key"],
   "ask": ["--workspace", "--conversation", "--url", "--key"],
   "mcp": ["--url", "--key"],
   "stage-in": ["!--workdir", "--termination-log"],
@@ -103,7 +123,10 @@ for (const [path, options] of Object.entries(COMMANDS)) {
 }
 
 t.test("leaf commands carry an example", async (t) => {
-  for (const path of ["workspaces create", "keys create", "keys revoke", "validate", "run", "ask", "tools", "stage-in", "stage-out", "serve"]) {
+  const leaves = ["workspaces create", "keys create", "keys revoke", "validate", "run", "ask", "stage-in", "stage-out", "serve",
+    "runs ls", "runs show", "runs logs", "runs cancel", "runs save-spec", "pipelines ls", "pipelines show", "pipelines validate",
+    "tools ls", "tools run", "files ls", "files upload", "files download", "files rm", "viewer", "render"];
+  for (const path of leaves) {
     const r = await cli([...path.split(" "), "--help"]);
     t.match(r.stdout, new RegExp(`^Examples?\\b[^\\n]*:\\n {2}.*operon ${path}\\b`, "m"), path);
   }
@@ -126,7 +149,8 @@ const usageErrors: Array<[string, string[], string]> = [
   ["missing subcommand", ["workspaces"], "operon workspaces: missing command: one of create, list (see operon workspaces --help)"],
   ["unknown root option", ["--bogus"], 'operon: unknown option "--bogus" (see operon --help)'],
   ["unknown option", ["validate", "x.json", "--bogus"], 'operon validate: unknown option "--bogus" (see operon validate --help)'],
-  ["unknown option, with a suggestion", ["tools", "--jsno"], 'operon tools: unknown option "--jsno" (did you mean --json?) (see operon tools --help)'],
+  ["unknown option, with a suggestion", ["files", "ls", "--jsno"], 'operon files ls: unknown option "--jsno" (did you mean --json?) (see operon files ls --help)'],
+  ["unknown option of the default subcommand (tools alone is tools ls)", ["tools", "--jsno"], 'operon tools ls: unknown option "--jsno" (did you mean --json?) (see operon tools ls --help)'],
   ["unknown option of a subcommand", ["keys", "list", "--org", "acme", "--all"], 'operon keys list: unknown option "--all" (see operon keys list --help)'],
   ["missing required option", ["keys", "create", "--org", "acme"], "operon keys create: --scopes is required (see operon keys create --help)"],
   ["missing required options", ["workspaces", "create"], "operon workspaces create: --org is required (see operon workspaces create --help)"],
@@ -135,7 +159,15 @@ const usageErrors: Array<[string, string[], string]> = [
   ["option without its value", ["keys", "list", "--org"], "operon keys list: --org needs a value (see operon keys list --help)"],
   ["missing argument", ["keys", "revoke"], "operon keys revoke: missing argument ID (see operon keys revoke --help)"],
   ["extra argument", ["validate", "a.json", "b.json"], 'operon validate: unexpected argument "b.json" (see operon validate --help)'],
-  ["argument where none is taken", ["tools", "all"], 'operon tools: unexpected argument "all" (see operon tools --help)'],
+  ["argument where none is taken", ["tools", "ls", "all"], 'operon tools ls: unexpected argument "all" (see operon tools ls --help)'],
+  ["missing second argument", ["runs", "logs", "run-x"], "operon runs logs: missing argument STEP (see operon runs logs --help)"],
+  ["a value not among the choices", ["runs", "ls", "--status", "done"], 'operon runs ls: --status "done": Allowed choices are queued, running, completed, failed, cancelled. (see operon runs ls --help)'],
+  ["missing required option of save-spec", ["runs", "save-spec", "run-x"], "operon runs save-spec: --name is required (see operon runs save-spec --help)"],
+  ["neither FILE nor --spec-file", ["pipelines", "validate", "--url", "http://127.0.0.1:1", "--key", "k"], "operon pipelines validate: give exactly one of FILE or --spec-file (see operon pipelines validate --help)"],
+  ["a --param without =", ["tools", "run", "samtools", "--param", "noequals", "--url", "http://127.0.0.1:1", "--key", "k"], 'operon tools run: --param "noequals": expected NAME=VALUE (see operon tools run --help)'],
+  ["a bad --expires-in", ["viewer", "x.vcf", "--expires-in", "0"], 'operon viewer: --expires-in "0": expected an integer from 1 to 86400 (see operon viewer --help)'],
+  ["a bad --url", ["files", "ls", "--url", "not a url", "--key", "k"], 'operon files ls: --url: "not a url" is not a URL (see operon files ls --help)'],
+  ["no API key", ["files", "ls", "--url", "http://127.0.0.1:1"], "operon files ls: no API key: pass --key, set OPERON_API_KEY, or keep one in /nonexistent/bootstrap-key (see operon files ls --help)"],
   ["bad value", ["run", "bwa-align", "--workspace", "ws", "--poll-ms", "5"], 'operon run: --poll-ms "5": expected an integer from 10 to 60000 (see operon run --help)'],
   ["bad value found by the action", ["run", "bwa-align", "--workspace", "ws", "--input", "noequals", "--key", "k", "--url", "http://127.0.0.1:1"], 'operon run: --input "noequals": expected NAME=VALUE (see operon run --help)'],
 ];
