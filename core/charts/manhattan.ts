@@ -2,7 +2,8 @@
  * Manhattan plot (plot type `manhattan_plot`), the pure part: −log10 p of every SNP of a GWAS
  * summary-statistics file along the genome, rows streamed one at a time into typed arrays.
  * Chromosomes run in natural order (1…22, X, Y, MT, then other contigs sorted), in two
- * alternating colours, placed end to end with a small gap; the genome-wide significance line
+ * alternating colours, placed end to end with a small gap and labelled by name — or, for one
+ * chromosome or a few, on position axes in Mb (see xLayout); the genome-wide significance line
  * is solid, the suggestive line dashed; the best SNP of each genome-wide significant locus is
  * labelled. A million points stay fast and the SVG small: points that are not past the
  * suggestive line are thinned to one per plot cell (1 px column × 2 px row band; the smallest
@@ -10,9 +11,8 @@
  * exactly the points drawn.
  */
 import { scaleLinear } from "d3-scale";
-import { axis, ChartError, drawLabels, findColumn, fmt, leftAxisWidth, numberOf, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Chart, type Frame, type TableSink } from "./common.js";
+import { axis, ChartError, drawLabels, fastNumber, findColumn, fitText, fmt, leftAxisWidth, optionalColumn, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Chart, type Frame, type TableSink } from "./common.js";
 import type { ManhattanOpts } from "./options.js";
-import { fitText, optionalColumn } from "./volcano.js";
 
 export const MANHATTAN_COLUMNS = {
   chr: ["chr", "CHR", "chrom", "chromosome", "CHROM", "#CHROM", "#chrom"],
@@ -53,21 +53,106 @@ export function compareChrom(a: string, b: string): number {
   return ra - rb || va - vb || collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
+/** Up to this many chromosomes get a panel each with its own position scale (when they fit). */
+export const MAX_PANELS = 4;
+/** More chromosomes still get panels when every one holds a region no longer than this (fine-mapping loci). */
+export const REGION_BP = 10_000_000;
+/** The narrowest panel, and the gap between panels (px). */
+const MIN_PANEL_PX = 120, PANEL_GAP = 28;
+
+/** `2` → `chr2`, `X` → `chrX`, `MT` → `chrMT`; other contigs as written. */
+export const chromLabel = (name: string) => (/^(\d+|X|Y|XY|MT)$/.test(name) ? `chr${name}` : name);
+
 /**
- * `numberOf` with a fast path for the plain decimals that fill summary statistics (a million
- * rows: the regex of `parseNumber` would cost seconds); anything unusual goes to `numberOf`.
+ * Ticks for a position axis (`data` in Mb): d3's ticks for about `want` of them, fewer if their
+ * labels would come closer than 10 px or leave [minX, maxX]. When that leaves fewer than two
+ * (a narrow panel whose round values sit at its ends), finer steps are tried, every tick or
+ * every second or third, so that a panel still shows a scale.
  */
-export function fastNumber(cell: string | undefined): number | undefined {
-  if (cell === undefined || cell.length === 0) return undefined;
-  const c = cell.charCodeAt(0);
-  if ((c >= 48 && c <= 57) || c === 45 || c === 46) {
-    const second = cell.length > 1 ? cell.charCodeAt(1) | 32 : 0;
-    if (!(c === 48 && (second === 120 || second === 98 || second === 111))) { // 0x, 0b, 0o are not decimals
-      const v = Number(cell);
-      if (Number.isFinite(v)) return v;
-    }
+function positionTicks(data: ReturnType<typeof scaleLinear<number, number>>, scale: ReturnType<typeof scaleLinear<number, number>>, want: number, minX: number, maxX: number): { ticks: number[]; tickLabels: string[] } {
+  const tries: Array<[number, number, number]> = []; // [count asked of d3, stride, offset]
+  for (let n = want; n >= 1; n--) tries.push([n, 1, 0]);
+  for (let n = want + 1; n <= want + 6; n++) for (let stride = 1; stride <= 3; stride++) for (let off = 0; off < stride; off++) tries.push([n, stride, off]);
+  let best = { ticks: [] as number[], tickLabels: [] as string[] };
+  for (const [n, stride, off] of tries) {
+    const f = data.tickFormat(n);
+    const vals = data.ticks(n).filter((v, i) => {
+      const w = textWidth(f(v), SIZE.tick);
+      return (i - off) % stride === 0 && scale(v) - w / 2 >= minX && scale(v) + w / 2 <= maxX;
+    });
+    const labels = vals.map(f);
+    const clear = vals.every((v, i) => i === 0 || scale(v) - scale(vals[i - 1]!) >= (textWidth(labels[i]!, SIZE.tick) + textWidth(labels[i - 1]!, SIZE.tick)) / 2 + 10);
+    if (clear && vals.length > best.ticks.length) best = { ticks: vals, tickLabels: labels };
+    if (best.ticks.length >= 2) break;
   }
-  return numberOf(cell);
+  return best;
+}
+
+interface Panel { chrom: number; scale: ReturnType<typeof scaleLinear<number, number>>; ticks: number[]; tickLabels: string[]; title: string }
+interface XLayout { mode: "genome" | "region" | "panels"; ax: Float64Array; bx: Float64Array; panels: Panel[]; comment: string }
+
+/**
+ * How the x axis reads. One chromosome: its position in Mb across the whole plot. Two to
+ * MAX_PANELS chromosomes, or more when every one is a region of at most REGION_BP (and each
+ * panel gets MIN_PANEL_PX): one panel per chromosome with its own position ticks in Mb,
+ * panels as wide as their spans (one px-per-Mb scale for all) except that none is narrower
+ * than MIN_PANEL_PX (such a panel is drawn at a larger scale; its ticks say so). Otherwise
+ * ("genome"): chromosomes end to end, labelled by name; the caller fills ax/bx then. A SNP
+ * is drawn at ax[c] + bx[c] × pos.
+ */
+function xLayout(a: { order: readonly number[]; names: readonly string[]; lo: Float64Array; hi: Float64Array; left: number; right: number; W: number }): XLayout {
+  const k = a.order.length, plotW = a.right - a.left;
+  const ax = new Float64Array(k), bx = new Float64Array(k);
+  const fits = k * MIN_PANEL_PX + (k - 1) * PANEL_GAP <= plotW;
+  const regional = a.order.every((c) => a.hi[c]! - a.lo[c]! <= REGION_BP);
+  if (k > 1 && !(fits && (k <= MAX_PANELS || regional))) {
+    return { mode: "genome", ax, bx, panels: [], comment: "x axis: chromosomes end to end in plot order, each as wide as the span of its SNPs (cumulative position); ticks name the chromosomes" };
+  }
+  // Each panel's domain (Mb): the SNPs' span and 2 % either side (±5 kb around a single position).
+  const dom = a.order.map((c) => {
+    const span = a.hi[c]! - a.lo[c]!, pad = span > 0 ? span * 0.02 : 5_000;
+    return [Math.max(0, a.lo[c]! - pad) / 1e6, (a.hi[c]! + pad) / 1e6] as const;
+  });
+  // Widths in proportion to the domains (the 3 px inset at either end aside); a panel under
+  // MIN_PANEL_PX gets that, the others share the rest.
+  const room = plotW - (k - 1) * PANEL_GAP;
+  const widths = new Array<number>(k).fill(0), floored = new Array<boolean>(k).fill(false);
+  for (;;) {
+    let free = room, sum = 0;
+    for (let j = 0; j < k; j++) if (floored[j]) free -= MIN_PANEL_PX; else { free -= 6; sum += dom[j]![1] - dom[j]![0]; }
+    let changed = false;
+    for (let j = 0; j < k; j++) {
+      widths[j] = floored[j] ? MIN_PANEL_PX : 6 + free * (dom[j]![1] - dom[j]![0]) / sum;
+      if (!floored[j] && widths[j]! < MIN_PANEL_PX) { floored[j] = true; changed = true; }
+    }
+    if (!changed) break;
+  }
+  let pl = a.left - PANEL_GAP, prevRight = -Infinity;
+  const panels: Panel[] = a.order.map((c, j) => {
+    const pw = widths[j]!;
+    pl += (j === 0 ? 0 : widths[j - 1]!) + PANEL_GAP;
+    const pr = pl + pw;
+    const [d0, d1] = dom[j]!;
+    const data = scaleLinear().domain([d0, d1]).range([pl + 3, pr - 3]);
+    bx[c] = (data(d1) - data(d0)) / ((d1 - d0) * 1e6);
+    ax[c] = data(d0) - bx[c]! * d0 * 1e6;
+    // The axis line runs the panel's full width: the same mapping, its domain widened to [pl, pr].
+    const scale = scaleLinear().domain([data.invert(pl), data.invert(pr)]).range([pl, pr]);
+    // Tick labels may reach a little into the gaps (the outer ones into the margins, not past the
+    // picture's padding) and stay 10 px apart, from each other and from the previous panel's.
+    const reach = PANEL_GAP / 2 - 5;
+    const minX = j === 0 ? PAD : Math.max(pl - reach, prevRight + 10), maxX = j === k - 1 ? a.W - PAD : pr + reach;
+    const { ticks, tickLabels } = positionTicks(data, scale, Math.max(2, Math.round(pw / 110)), minX, maxX);
+    prevRight = ticks.length ? scale(ticks.at(-1)!) + textWidth(tickLabels.at(-1)!, SIZE.tick) / 2 : pl;
+    const name = chromLabel(a.names[c]!);
+    const title = [`Position on ${name} (Mb)`, `${name} (Mb)`].find((t) => textWidth(t, SIZE.axis) <= pw) ?? fitText(name, SIZE.axis, pw);
+    return { chrom: c, scale, ticks, tickLabels, title };
+  });
+  const names = a.order.map((c) => chromLabel(a.names[c]!));
+  const comment = k === 1
+    ? `x axis: position on ${names[0]} in Mb (pos / 1,000,000)`
+    : `x axis: one panel per chromosome (${names.join(", ")}), each with its own position ticks in Mb (pos / 1,000,000); panel widths ${floored.some((f) => f) ? `in proportion to the span of the SNPs, except ${a.order.filter((_, j) => floored[j]).map((c) => chromLabel(a.names[c]!)).join(", ")} (widened to ${MIN_PANEL_PX} px: a larger scale)` : "in proportion to the span of the SNPs (one scale for all)"}`;
+  return { mode: k === 1 ? "region" : "panels", ax, bx, panels, comment };
 }
 
 class Grow {
@@ -191,16 +276,21 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     if (right - left < 200 || bottom - top < 80) throw new ChartError(`the picture is too small for a Manhattan plot (${W}×${H} px); make it wider or taller`);
     const xs = scaleLinear().domain([0, total]).range([left + 3, right - 3]);
 
+    // The x axis (see xLayout): a SNP is drawn at ax[c] + bx[c] × pos px.
+    const layout = xLayout({ order, names: chromNames, lo, hi, left, right, W });
+    const { ax, bx } = layout;
+    if (layout.mode === "genome") for (let c = 0; c < k; c++) { ax[c] = xs(start[c]!); bx[c] = (xs(total) - xs(0)) / total; }
+
     // Thinning: every point with p below keepP is drawn; the others keep the smallest p per cell.
     const keepP = opts.suggestive_line === false ? opts.significance_line : Math.max(opts.suggestive_line, opts.significance_line);
     const cols = Math.ceil(right - left) + 2, bands = Math.ceil((bottom - top) / THIN_BAND_PX) + 2;
     const cell = new Int32Array(cols * bands).fill(-1);
-    const kx = (xs(total) - xs(0)) / total, x0 = xs(0), ky = (ys(0) - ys(1)); // px per genome unit, px per −log10 unit
+    const ky = ys(0) - ys(1); // px per −log10 unit
     const drawnIdx: number[] = [];
     for (let i = 0; i < n; i++) {
       const v = P[i]!;
       if (v < keepP) { drawnIdx.push(i); continue; }
-      const col = Math.max(0, Math.min(cols - 1, Math.floor(x0 + (start[C[i]!]! + POS[i]!) * kx - left)));
+      const col = Math.max(0, Math.min(cols - 1, Math.floor(ax[C[i]!]! + bx[C[i]!]! * POS[i]! - left)));
       const band = Math.max(0, Math.min(bands - 1, Math.floor((-Math.log10(v === 0 ? floor : v)) * ky / THIN_BAND_PX)));
       const key = col * bands + band, cur = cell[key]!;
       if (cur < 0 || v < P[cur]!) cell[key] = i;
@@ -209,7 +299,7 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     const m = drawnIdx.length;
     const gx = new Float64Array(m);
     const idxArr = Uint32Array.from(drawnIdx);
-    for (let j = 0; j < m; j++) { const i = idxArr[j]!; gx[j] = start[C[i]!]! + POS[i]!; }
+    for (let j = 0; j < m; j++) { const i = idxArr[j]!; gx[j] = ax[C[i]!]! + bx[C[i]!]! * POS[i]!; } // px
     const perm = Array.from({ length: m }, (_, j) => j).sort((a, b) => gx[a]! - gx[b]! || idxArr[a]! - idxArr[b]!);
     const drawn = Uint32Array.from(perm, (j) => idxArr[j]!);
 
@@ -229,17 +319,22 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     const parts: string[] = [];
     parts.push(text(W / 2, PAD + SIZE.title / 2, title, { size: SIZE.title, weight: "bold", anchor: "middle", baseline: "middle" }));
 
-    // x ticks at chromosome centres; a label that would touch its left neighbour is left out.
-    const centres: number[] = [], tickLabels: string[] = [];
-    let lastRight = -Infinity;
-    for (const c of order) {
-      const mid = start[c]! + lo[c]! + widths[c]! / 2;
-      centres.push(mid);
-      const w = textWidth(chromNames[c]!, SIZE.tick), px = xs(mid);
-      if (px - w / 2 > lastRight + 3) { tickLabels.push(chromNames[c]!); lastRight = px + w / 2; } else tickLabels.push("");
+    if (layout.mode === "genome") {
+      // x ticks at chromosome centres; a label that would touch its left neighbour is left out.
+      const centres: number[] = [], tickLabels: string[] = [];
+      let lastRight = -Infinity;
+      for (const c of order) {
+        const mid = start[c]! + lo[c]! + widths[c]! / 2;
+        centres.push(mid);
+        const w = textWidth(chromNames[c]!, SIZE.tick), px = xs(mid);
+        if (px - w / 2 > lastRight + 3) { tickLabels.push(chromNames[c]!); lastRight = px + w / 2; } else tickLabels.push("");
+      }
+      const xAxis = axis(xs, "bottom", bottom, "Chromosome", { tickValues: centres, tickLabels });
+      parts.push(xAxis.svg.replace(/<line x1="[^"]+" y1="[^"]+" x2="[^"]+" y2="[^"]+" stroke="#333" stroke-width="1"\/>/, `<line x1="${r2(left)}" y1="${r2(bottom)}" x2="${r2(right)}" y2="${r2(bottom)}" stroke="#333" stroke-width="1"/>`));
+    } else {
+      // One position axis per panel (a single one for one chromosome), in Mb.
+      for (const p of layout.panels) parts.push(axis(p.scale, "bottom", bottom, p.title, { tickValues: p.ticks, tickLabels: p.tickLabels }).svg);
     }
-    const xAxis = axis(xs, "bottom", bottom, "Chromosome", { tickValues: centres, tickLabels });
-    parts.push(xAxis.svg.replace(/<line x1="[^"]+" y1="[^"]+" x2="[^"]+" y2="[^"]+" stroke="#333" stroke-width="1"\/>/, `<line x1="${r2(left)}" y1="${r2(bottom)}" x2="${r2(right)}" y2="${r2(bottom)}" stroke="#333" stroke-width="1"/>`));
     parts.push(axis(ys, "left", left, "−log₁₀ p", { tickValues: yTicks }).svg);
 
     // Points, one path per colour: zero-length segments with round caps are dots.
@@ -247,7 +342,7 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     const r1 = (v: number) => Math.round(v * 10) / 10;
     for (let j = 0; j < m; j++) {
       const i = drawn[j]!, v = P[i]!;
-      paths[parity[C[i]!]! as 0 | 1].push(`M${r1(xs(gx[perm[j]!]!))} ${r1(ys(-Math.log10(v === 0 ? floor : v)))}h0`);
+      paths[parity[C[i]!]! as 0 | 1].push(`M${r1(gx[perm[j]!]!)} ${r1(ys(-Math.log10(v === 0 ? floor : v)))}h0`);
     }
     for (const q of [0, 1] as const) if (paths[q].length) parts.push(`<path class="points-${q}" d="${paths[q].join("")}" stroke="${MANHATTAN_COLORS[q]}" stroke-width="${2 * POINT_R}" stroke-linecap="round" fill="none"/>`);
 
@@ -285,7 +380,7 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
     const leads: number[] = [];
     for (const i of sig) if (!leads.some((l) => C[l] === C[i] && Math.abs(POS[l]! - POS[i]!) < LOCUS_BP)) leads.push(i);
     const wanted = leads.slice(0, opts.top_labels);
-    const xOf = (i: number) => xs(start[C[i]!]! + POS[i]!), yOf = (i: number) => ys(-Math.log10(P[i]! === 0 ? floor : P[i]!));
+    const xOf = (i: number) => ax[C[i]!]! + bx[C[i]!]! * POS[i]!, yOf = (i: number) => ys(-Math.log10(P[i]! === 0 ? floor : P[i]!));
     const { placed, dropped } = placeLabels(wanted.map((i) => ({ x: xOf(i), y: yOf(i), text: label(i) })), { x: left + 2, y: top - 8, w: right - left - 2, h: bottom - top + 6 }, [], 2.5);
     parts.push(`<g class="labels">${drawLabels(placed)}</g>`);
 
@@ -294,6 +389,7 @@ export function manhattanChart(header: readonly string[], opts: ManhattanOpts, f
       `manhattan plot of ${frame.source}`,
       `columns used: chromosome "${names.chr}", position "${names.pos}", p-value "${names.p}", SNP ${names.snp !== undefined ? `"${names.snp}"` : "(none found: SNPs are named chr:pos)"}`,
       `chromosomes in plot order: ${order.map((c) => chromNames[c]).join(", ")} (names normalised: a chr prefix dropped, M written MT)`,
+      layout.comment,
       `lines: genome-wide significance p = ${opts.significance_line} (solid)${opts.suggestive_line === false ? "; no suggestive line" : `; suggestive p = ${opts.suggestive_line} (dashed)`}`,
       `points: ${n} SNPs read, ${m} drawn, ${n - m} thinned away; thinning rule: a SNP with p >= ${keepP} is drawn only if it has the smallest p among the SNPs falling in the same plot cell (1 px column x ${THIN_BAND_PX} px row band); no SNP with p < ${keepP} is thinned`,
       `skipped ${skipped} of ${rows} rows: ${badChr} with no chromosome, ${badPos} with a missing or non-numeric position, ${badP} with a missing or non-numeric p-value (NA, empty, text or outside 0..1)`,

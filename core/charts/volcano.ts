@@ -7,9 +7,8 @@
  * overlap; a legend with the counts. The TSV holds one row per point drawn.
  */
 import { scaleLinear } from "d3-scale";
-import { axis, ChartError, drawLabels, findColumn, fmt, GREY, leftAxisWidth, legend, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Box, type Chart, type Frame, type TableSink } from "./common.js";
+import { axis, ChartError, drawLabels, fastNumber, findColumn, fitText, fmt, GREY, leftAxisWidth, legend, optionalColumn, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Box, type Chart, type Frame, type TableSink } from "./common.js";
 import type { VolcanoOpts } from "./options.js";
-import { fastNumber } from "./manhattan.js";
 
 export const VOLCANO_COLUMNS = {
   log2fc: ["log2FoldChange", "log2fc", "logFC", "log2FC", "log2_fold_change"],
@@ -25,14 +24,6 @@ const PAD = 14;
 
 /** Whether a p-value column holds adjusted p-values (padj, adj.P.Val, FDR, q-values). */
 export const isAdjusted = (name: string) => /adj|fdr|q[._-]?val/i.test(name);
-
-/** `s` cut with an ellipsis to fit `max` px at `size`. */
-export function fitText(s: string, size: number, max: number, bold = false): string {
-  if (textWidth(s, size, bold) <= max) return s;
-  const chars = [...s];
-  while (chars.length > 1 && textWidth(chars.join("") + "…", size, bold) > max) chars.pop();
-  return chars.join("") + "…";
-}
 
 /** A growable Float64Array. */
 class F64 {
@@ -207,11 +198,4 @@ export function volcanoChart(header: readonly string[], opts: VolcanoOpts, frame
     };
     return { svg, width: W, height: H, data };
   }
-}
-
-/** The first common name present (exactly, then case-insensitively), or undefined. */
-export function optionalColumn(header: readonly string[], candidates: readonly string[]): number | undefined {
-  for (const c of candidates) { const i = header.indexOf(c); if (i >= 0) return i; }
-  for (const c of candidates) { const i = header.findIndex((h) => h.toLowerCase() === c.toLowerCase()); if (i >= 0) return i; }
-  return undefined;
 }

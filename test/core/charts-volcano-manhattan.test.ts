@@ -500,3 +500,167 @@ t.test("manhattan: a missing column is a ChartError naming it and listing the co
     t.same(chart.data.rows.map((r) => r[0]), ["rsA", "rsB"]);
   }
 });
+
+// ---------- Manhattan x axis: position in Mb for one or a few chromosomes ----------
+
+interface Snp { id: string; chr: string; pos: number; p: number }
+/**
+ * A GWAS-like region: `n` SNPs evenly from `from` to `to` (bp) on `chr`, p uniform except
+ * near `peak`, where −log10 p rises to about `top`; the SNP at the peak gets exactly
+ * 10^−(top + 1), so the lead SNP is known and unique.
+ */
+function gwasRegion(seed: number, chr: string, from: number, to: number, peak: number, top: number, n: number): Snp[] {
+  const rand = prng(seed);
+  const out: Snp[] = [];
+  const step = (to - from) / (n - 1);
+  const peakI = Math.round((peak - from) / step);
+  for (let i = 0; i < n; i++) {
+    const pos = Math.round(from + i * step), d = (pos - peak) / 6e4;
+    const p = i === peakI ? 10 ** -(top + 1) : Math.max(10 ** -top, Math.min(rand(), 10 ** -(top * Math.exp(-d * d) * (0.6 + 0.3 * rand()))));
+    out.push({ id: `rs${chr.replace(/^chr/, "")}_${i}`, chr, pos, p });
+  }
+  return out;
+}
+function writeGwas(name: string, snps: readonly Snp[]): string {
+  const path = join(tmp, name);
+  writeFileSync(path, ["SNP\tCHR\tBP\tP", ...snps.map((s) => `${s.id}\t${s.chr}\t${s.pos}\t${s.p}`)].join("\n") + "\n");
+  return path;
+}
+interface XAxis { ticks: Array<{ v: number; x: number; label: string }>; title: string; x1: number; x2: number }
+/** The x axes of a Manhattan plot (every axis but the last, which is −log10 p), read back from the SVG. */
+function xAxes(svg: XmlElement): XAxis[] {
+  const axes = cls(svg, "axis");
+  return axes.slice(0, -1).map((g) => {
+    const line = [...elements(g)].find((e) => e.name === "line")!;
+    const ticks = texts(g).filter((e) => e.attrs["font-size"] === "11").map((e) => ({ v: Number(unminus(allText(e))), x: Number(e.attrs.x), label: allText(e) }));
+    const title = texts(g).filter((e) => e.attrs["font-size"] === "13").map(allText).join(" ");
+    return { ticks, title, x1: Math.min(Number(line.attrs.x1), Number(line.attrs.x2)), x2: Math.max(Number(line.attrs.x1), Number(line.attrs.x2)) };
+  });
+}
+/** Mb → px through the two ticks around v (or the nearest two). */
+function throughTicks(ax: XAxis, mb: number): number {
+  const t = ax.ticks;
+  let j = t.findIndex((k) => k.v >= mb);
+  if (j <= 0) j = j === 0 ? 1 : t.length - 1;
+  const a = t[j - 1]!, b = t[j]!;
+  return a.x + ((mb - a.v) * (b.x - a.x)) / (b.v - a.v);
+}
+/** Tick labels of the x axes as boxes (centred on x). */
+const tickBoxes = (axes: XAxis[]) => axes.flatMap((a) => a.ticks.map((k) => ({ label: k.label, l: k.x - textWidth(k.label, 11) / 2, r: k.x + textWidth(k.label, 11) / 2 })));
+
+t.test("manhattan, one chromosome (a GWAS region): an x axis of position in Mb, points placed by position", async (t) => {
+  const snps = gwasRegion(7, "chr2", 102.0e6, 103.5e6, 102.3e6, 13, 1500);
+  const lead = snps.reduce((a, b) => (b.p < a.p ? b : a));
+  t.ok(Math.abs(lead.pos - 102.3e6) < 2000, "the lead SNP sits at the peak, 102.3 Mb");
+  const { svg, tsv } = await render("manhattan_plot", writeGwas("il1rl1.tsv", snps));
+
+  const axes = xAxes(svg);
+  t.equal(axes.length, 1, "one x axis");
+  const ax = axes[0]!;
+  t.match(ax.title, /chr2/, `the axis title names the chromosome: "${ax.title}"`);
+  t.match(ax.title, /\(Mb\)/, "and the unit, Mb");
+  t.notMatch(ax.title, /^Chromosome$/, "not the chromosome-label axis");
+  t.ok(ax.ticks.length >= 4, `at least 4 ticks (${ax.ticks.map((k) => k.label).join(", ")})`);
+  t.ok(ax.ticks.every((k) => Number.isFinite(k.v)), "every tick label is a number");
+  t.ok(ax.ticks.every((k) => k.v >= 102.0 - 0.05 && k.v <= 103.5 + 0.05), "ticks lie within the data range (102.0–103.5 Mb)");
+  t.ok(ax.ticks.every((k, i) => i === 0 || (k.v > ax.ticks[i - 1]!.v && k.x > ax.ticks[i - 1]!.x)), "tick values and positions increase left to right");
+  const boxes = tickBoxes(axes);
+  t.ok(boxes.every((b, i) => i === 0 || b.l > boxes[i - 1]!.r + 5), "tick labels do not touch");
+  t.ok(boxes.every((b) => b.l >= 0 && b.r <= MANHATTAN_FRAME.width), "tick labels inside the picture");
+  t.ok(ax.ticks.every((k) => k.x >= ax.x1 && k.x <= ax.x2), "ticks on the axis line");
+
+  // The lead SNP is the highest point; it lies between the ticks around 102.3 Mb, where they put it.
+  const pts = points(svg);
+  const top = pts.reduce((a, b) => (b.y < a.y ? b : a));
+  const mb = lead.pos / 1e6;
+  const below = ax.ticks.filter((k) => k.v <= mb).pop()!, above = ax.ticks.find((k) => k.v > mb)!;
+  t.ok(below && above, `ticks on both sides of ${mb} Mb`);
+  t.ok(top.x > below.x && top.x < above.x, `the lead SNP's point (x ${top.x}) lies between the ticks ${below.label} (x ${below.x}) and ${above.label} (x ${above.x})`);
+  t.ok(Math.abs(top.x - throughTicks(ax, mb)) < 0.6, `at the x the ticks give for ${mb} Mb (${throughTicks(ax, mb).toFixed(2)}; drawn ${top.x})`);
+
+  // Every point: the TSV row drawn at that place, x from its position through the ticks.
+  t.equal(pts.length, tsv.rows.length, "the TSV lists exactly the points drawn");
+  const posI = tsv.header.indexOf("pos");
+  const off = tsv.rows.map((r, i) => Math.abs(pts[i]!.x - throughTicks(ax, Number(r[posI]) / 1e6))).filter((d) => d >= 0.6);
+  t.same(off, [], "every point's x is its TSV position through the axis ticks");
+  t.ok(pts.every((p) => p.x >= ax.x1 && p.x <= ax.x2), "every point above the axis line");
+  const drawn = new Set(tsv.rows.map((r) => r[0]!));
+  t.same(snps.filter((s) => s.p < 1e-5 && !drawn.has(s.id)).map((s) => s.id), [], "no SNP past the suggestive line is thinned away");
+  t.ok(tsv.comments.some((c) => c.includes("x axis: position on chr2 in Mb")), "the TSV says what x is");
+  t.same(labelBoxes(svg).map((b) => b.text), [lead.id], "the lead SNP is labelled");
+
+  // A single SNP still gets a scale around it.
+  const single = await render("manhattan_plot", writeGwas("one-snp.tsv", [lead]));
+  const [sax] = xAxes(single.svg) as [XAxis];
+  const spt = points(single.svg);
+  t.ok(sax.ticks.length >= 2 && sax.ticks[0]!.v <= mb && sax.ticks.at(-1)!.v >= mb, `one SNP: ticks around it (${sax.ticks.map((k) => k.label).join(", ")})`);
+  t.ok(spt.length === 1 && Math.abs(spt[0]!.x - throughTicks(sax, mb)) < 0.6, "and the point where they put it");
+});
+
+t.test("manhattan, three chromosomes: a panel each with its own Mb ticks, widths in proportion to the spans", async (t) => {
+  const regions: Array<[string, number, number, number, number]> = [["chr2", 102.0e6, 103.5e6, 102.3e6, 12], ["chr5", 131.5e6, 132.2e6, 131.9e6, 9], ["chr17", 39.6e6, 40.2e6, 39.9e6, 10]];
+  const snps = regions.flatMap(([c, a, b, peak, top], j) => gwasRegion(30 + j, c, a, b, peak, top, 500));
+  const { svg, tsv } = await render("manhattan_plot", writeGwas("three-loci.tsv", snps));
+  const axes = xAxes(svg);
+  t.equal(axes.length, 3, "three x axes, one per chromosome");
+  t.same(axes.map((a) => /chr\d+/.exec(a.title)?.[0]), ["chr2", "chr5", "chr17"], "in chromosome order, each titled with its chromosome");
+  t.ok(axes.every((a) => a.title.includes("(Mb)")), "in Mb");
+  t.ok(axes.every((a, i) => i === 0 || a.x1 > axes[i - 1]!.x2 + 10), "panels side by side, apart");
+  regions.forEach(([c, a, b], j) => {
+    const ax = axes[j]!;
+    t.ok(ax.ticks.length >= 2, `${c}: ${ax.ticks.length} ticks (${ax.ticks.map((k) => k.label).join(", ")})`);
+    t.ok(ax.ticks.every((k, i) => Number.isFinite(k.v) && k.v >= a / 1e6 - 0.05 && k.v <= b / 1e6 + 0.05 && (i === 0 || (k.v > ax.ticks[i - 1]!.v && k.x > ax.ticks[i - 1]!.x))), `${c}: ticks increasing, within ${a / 1e6}–${b / 1e6} Mb`);
+  });
+  const boxes = tickBoxes(axes);
+  t.ok(boxes.every((bx, i) => i === 0 || bx.l > boxes[i - 1]!.r + 8), "no two tick labels touch, across panels too");
+  // One scale for all: px per Mb is the same in every panel (each far wider than the minimum).
+  const pxPerMb = axes.map((a) => (a.ticks.at(-1)!.x - a.ticks[0]!.x) / (a.ticks.at(-1)!.v - a.ticks[0]!.v));
+  t.ok(pxPerMb.every((v) => Math.abs(v / pxPerMb[0]! - 1) < 0.01), `px per Mb alike: ${pxPerMb.map((v) => v.toFixed(1)).join(", ")}`);
+  // Each point in its chromosome's panel, at its position through that panel's ticks.
+  const chrI = tsv.header.indexOf("chr"), posI = tsv.header.indexOf("pos");
+  const rank = (c: string) => ["2", "5", "17"].indexOf(c);
+  const pts = points(svg);
+  t.equal(pts.length, tsv.rows.length);
+  const byClass: Record<string, Array<{ x: number }>> = {};
+  for (const p of pts) (byClass[p.cls] ??= []).push(p);
+  const cursor: Record<string, number> = {};
+  let bad = 0;
+  for (const r of tsv.rows) {
+    const j = rank(r[chrI]!), k = `points-${j % 2}`, i = cursor[k] ?? 0;
+    cursor[k] = i + 1;
+    const x = byClass[k]![i]!.x, ax = axes[j]!;
+    if (!(x >= ax.x1 && x <= ax.x2) || Math.abs(x - throughTicks(ax, Number(r[posI]) / 1e6)) >= 0.6) bad++;
+  }
+  t.equal(bad, 0, "every point inside its chromosome's panel, at its position through the panel's ticks");
+  const leads = regions.map(([c]) => snps.filter((s) => s.chr === c).reduce((a, b) => (b.p < a.p ? b : a)).id);
+  t.same(labelBoxes(svg).map((b) => b.text).sort(), [...leads].sort(), "the lead SNP of each locus is labelled");
+  checkLabels(t, svg, MANHATTAN_FRAME.width, MANHATTAN_FRAME.height);
+  t.ok(tsv.comments.some((c) => c.startsWith("x axis: one panel per chromosome (chr2, chr5, chr17)")), "the TSV says what x is");
+
+  // A region far shorter than the others gets the minimum panel width (its own, larger scale).
+  const tiny = [...gwasRegion(40, "chr2", 102.0e6, 103.5e6, 102.3e6, 12, 300), ...gwasRegion(41, "chr9", 22.10e6, 22.11e6, 22.105e6, 9, 50)];
+  const small = await render("manhattan_plot", writeGwas("tiny-locus.tsv", tiny));
+  const [wide, narrow] = xAxes(small.svg) as [XAxis, XAxis];
+  t.ok(narrow.x2 - narrow.x1 >= 119, `the 10 kb panel is still ${Math.round(narrow.x2 - narrow.x1)} px wide`);
+  t.ok(narrow.ticks.length >= 2 && narrow.ticks.every((k) => k.v >= 22.1 - 0.001 && k.v <= 22.11 + 0.001), `with ticks within its 10 kb (${narrow.ticks.map((k) => k.label).join(", ")})`);
+  t.ok(wide.x1 < narrow.x1, "in chromosome order");
+  t.ok(small.tsv.comments.some((c) => c.includes("except chr9")), "the TSV says which panel is on a larger scale");
+});
+
+t.test("manhattan, many chromosomes: chromosome labels; many short regions: panels", async (t) => {
+  // Five whole-chromosome spans: more than four panels, not regions: the genome axis.
+  const whole = Array.from({ length: 5 }, (_, c) => gwasRegion(50 + c, String(c + 1), 1e6, 1.2e8, 6e7, c === 2 ? 10 : 4, 400)).flat();
+  const g = await render("manhattan_plot", writeGwas("five-chromosomes.tsv", whole));
+  const gAxes = xAxes(g.svg);
+  t.equal(gAxes.length, 1, "one x axis");
+  t.equal(gAxes[0]!.title, "Chromosome");
+  t.same(gAxes[0]!.ticks.map((k) => k.label), ["1", "2", "3", "4", "5"], "ticks name the chromosomes");
+  // Six 1-Mb fine-mapping loci on six chromosomes: a panel each.
+  const loci = Array.from({ length: 6 }, (_, c) => gwasRegion(60 + c, String(c + 1), 5e7, 5.1e7, 5.05e7, 9, 150)).flat();
+  const l = await render("manhattan_plot", writeGwas("six-loci.tsv", loci));
+  const lAxes = xAxes(l.svg);
+  t.same(lAxes.map((a) => /chr\d+/.exec(a.title)?.[0]), ["chr1", "chr2", "chr3", "chr4", "chr5", "chr6"], "one panel per locus");
+  t.ok(lAxes.every((a) => a.ticks.length >= 2), "each with position ticks");
+  const boxes = tickBoxes(lAxes);
+  t.ok(boxes.every((bx, i) => i === 0 || bx.l > boxes[i - 1]!.r + 8), "no two tick labels touch");
+});
