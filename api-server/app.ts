@@ -208,7 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // The OpenAPI document (openapi.ts), served by routes/system.ts.
-  await app.register(swagger, swaggerOptions);
+  await app.register(swagger, swaggerOptions(deps.config.publicUrl));
 
   await app.register(systemRoutes);
   await app.register(workspaceRoutes);

@@ -160,32 +160,44 @@ export const openapiTransformObject: SwaggerTransformObject = (documentObject) =
   return { ...doc, components: { ...doc.components, schemas } } as ReturnType<SwaggerTransformObject>;
 };
 
-/** @fastify/swagger's options: the document's head, security schemes and tags, and the transforms. */
-export const swaggerOptions: FastifyDynamicSwaggerOptions = {
-  openapi: {
-    openapi: "3.1.0",
-    info: {
-      title: "Operon API",
-      version: "1.0.0",
-      description: "Bioinformatics pipelines as an HTTP API. Every operation needs an API key (`sk_live_` and 32 letters and digits) with the operation's scope, sent as `Authorization: Bearer <key>` or `X-API-Key: <key>`. Errors have one shape, the `Error` component.",
-    },
-    components: {
-      securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", description: "`Authorization: Bearer sk_live_…`" },
-        apiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "`X-API-Key: sk_live_…` (used when there is no Authorization header)" },
+/** Public operations (no key): `security: []` overrides the document's key requirement. */
+export const PUBLIC = { security: [] as Array<Record<string, string[]>> };
+
+/**
+ * @fastify/swagger's options: the document's head (with `servers`: the public URL clients
+ * reach this server at, OPERON_PUBLIC_URL), security schemes and tags, and the transforms.
+ */
+export function swaggerOptions(publicUrl: string): FastifyDynamicSwaggerOptions {
+  return {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Operon API",
+        version: "1.0.0",
+        description: "Bioinformatics pipelines as an HTTP API. Every operation needs an API key (`sk_live_` and 32 letters and digits) with the operation's scope, sent as `Authorization: Bearer <key>` or `X-API-Key: <key>`, except the probes, the metrics and this document (tag `system`). Errors have one shape, the `Error` component.",
+        license: { name: "Apache-2.0", identifier: "Apache-2.0" },
       },
+      servers: [{ url: publicUrl.replace(/\/+$/, ""), description: "This Operon server, as its clients reach it (OPERON_PUBLIC_URL)." }],
+      components: {
+        securitySchemes: {
+          bearer: { type: "http", scheme: "bearer", description: "`Authorization: Bearer sk_live_…`" },
+          apiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "`X-API-Key: sk_live_…` (used when there is no Authorization header)" },
+        },
+      },
+      security: [{ bearer: [] }, { apiKey: [] }],
+      tags: [
+        { name: "workspaces", description: "Workspaces of the key's organization (any scope)." },
+        { name: "files", description: "Workspace files: list, upload, download, delete, and the presigned flow for large files (scope `files`)." },
+        { name: "conversations", description: "Conversation history, read only (scope `conversations`)." },
+        { name: "tools", description: "The tool catalogue and synchronous tool runs (scope `tools`)." },
+        { name: "pipelines", description: "Pipeline specs and runs (scope `tools`)." },
+        { name: "query", description: "The agent: a prompt answered by a model that chains the assistant tools with the key's own authority; each turn is recorded as a conversation (scope `query`)." },
+        { name: "visualizations", description: "Shareable viewer links for workspace files and chart renders (scope `files`); the links themselves (`/view/<token>`) need no key." },
+        { name: "mcp", description: "The assistant tools over the Model Context Protocol (JSON-RPC 2.0, Streamable HTTP, stateless), for AI agents; any scope, each tool checks its own." },
+        { name: "system", description: "Liveness and readiness probes, Prometheus metrics and this document: no key, not rate limited." },
+      ],
     },
-    security: [{ bearer: [] }, { apiKey: [] }],
-    tags: [
-      { name: "workspaces", description: "Workspaces of the key's organization (any scope)." },
-      { name: "files", description: "Workspace files: list, upload, download, delete, and the presigned flow for large files (scope `files`)." },
-      { name: "conversations", description: "Conversation history, read only (scope `conversations`)." },
-      { name: "tools", description: "The tool catalogue and synchronous tool runs (scope `tools`)." },
-      { name: "pipelines", description: "Pipeline specs and runs (scope `tools`)." },
-      { name: "query", description: "The agent: a prompt answered by a model that chains the assistant tools with the key's own authority; each turn is recorded as a conversation (scope `query`)." },
-      { name: "visualizations", description: "Shareable viewer links for workspace files (scope `files`); the links themselves (`/view/<token>`) need no key." },
-    ],
-  },
-  transform: openapiTransform,
-  transformObject: openapiTransformObject,
-};
+    transform: openapiTransform,
+    transformObject: openapiTransformObject,
+  };
+}

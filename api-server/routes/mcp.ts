@@ -11,6 +11,30 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { createMcpServer } from "../../assistant/mcp-server.js";
 import type { AssistantDeps } from "../../assistant/tools.js";
 import { requireAuth } from "./common.js";
+import { errorResponses, jsonResponse } from "../openapi.js";
+import { z } from "zod";
+
+/** A JSON-RPC 2.0 message or batch, as MCP sends it: documented, never validated here (the MCP transport checks it). */
+const JsonRpcMessage = z.object({
+  jsonrpc: z.literal("2.0"),
+  id: z.union([z.string(), z.number()]).optional().describe("Absent on a notification."),
+  method: z.string().optional().describe("e.g. `initialize`, `tools/list`, `tools/call`."),
+  params: z.record(z.string(), z.unknown()).optional(),
+  result: z.unknown().optional(),
+  error: z.object({ code: z.number(), message: z.string(), data: z.unknown().optional() }).optional(),
+}).meta({ id: "JsonRpcMessage" });
+
+/** The POST /mcp operation in the OpenAPI document (the reply is the MCP transport's own). */
+const mcpDocumentation = {
+  tags: ["mcp"], operationId: "postMcp", summary: "MCP (Model Context Protocol) over Streamable HTTP",
+  description: "One JSON-RPC 2.0 message (or a batch) per request, answered as JSON (`Accept: application/json, text/event-stream`). Stateless: no session id, any replica answers; GET and DELETE answer 405. The tools and their arguments are listed by `tools/list` (docs/mcp.md). Protocol errors are JSON-RPC error objects with the transport's status (400, 406, 415).",
+  documentedBody: { "application/json": z.union([JsonRpcMessage, z.array(JsonRpcMessage)]) },
+  response: {
+    200: jsonResponse(z.union([JsonRpcMessage, z.array(JsonRpcMessage)]), "The JSON-RPC response(s)."),
+    202: z.null().describe("Accepted: the message was a notification or a response (no body)."),
+    ...errorResponses(401, 429, 500),
+  },
+};
 
 export const MCP_PATH = "/mcp";
 
@@ -21,7 +45,7 @@ export async function mcpRoutes(app: FastifyInstance, opts: { deps: AssistantDep
     return payload;
   });
 
-  app.post(MCP_PATH, { config: { scope: "any" }, schema: { hide: true } }, async (req, reply) => {
+  app.post(MCP_PATH, { config: { scope: "any" }, schema: mcpDocumentation }, async (req, reply) => {
     const auth = requireAuth(req);
     const server = createMcpServer(auth, opts.deps, { version: opts.version, log: (err) => req.log.error({ err }, "assistant tool failed") });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -154,28 +154,35 @@ export async function pipelineRoutes(app: FastifyInstance, opts: { engine: Engin
     return listEnvelope((await engine.withQueuePositions(page)).map(runView), more, more ? encodeRunCursor(positionOf(last)) : null);
   });
 
-  r.get("/v1/pipelines/definitions", {
-    config,
-    schema: {
-      tags: ["pipelines"], summary: "Built-in pipelines and the workspace's saved specs", operationId: "listPipelineDefinitions",
-      querystring: z.object({ workspace_id: workspaceId.optional() }),
-      // The handler builds its items as plain records: the schema documents them.
-      response: { 200: jsonResponse(untypedReply(listOf(PipelineDefinitionSchema)), "The built-in pipelines, then the workspace's saved specs when workspace_id is given (one page)."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
-    },
-  }, async (req) => {
-    return listEnvelope(await service.listDefinitions(requireAuth(req), req.query.workspace_id), false, null);
-  });
+  // Pipeline definitions live at /v1/pipeline-definitions: under /v1/pipelines/ a definition
+  // path would overlap the run paths (`/v1/pipelines/definitions/save-spec` matches both
+  // `/v1/pipelines/definitions/{pipeline_id}` and `/v1/pipelines/{id}/save-spec`). The old
+  // paths keep answering for clients written against them, outside the document
+  // (docs/api.md#pipeline-definitions).
+  for (const [base, hide] of [["/v1/pipeline-definitions", false], ["/v1/pipelines/definitions", true]] as const) {
+    r.get(base, {
+      config,
+      schema: {
+        hide, tags: ["pipelines"], summary: "Built-in pipelines and the workspace's saved specs", operationId: "listPipelineDefinitions",
+        querystring: z.object({ workspace_id: workspaceId.optional() }),
+        // The handler builds its items as plain records: the schema documents them.
+        response: { 200: jsonResponse(untypedReply(listOf(PipelineDefinitionSchema)), "The built-in pipelines, then the workspace's saved specs when workspace_id is given (one page)."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+      },
+    }, async (req) => {
+      return listEnvelope(await service.listDefinitions(requireAuth(req), req.query.workspace_id), false, null);
+    });
 
-  r.get("/v1/pipelines/definitions/:pipeline_id", {
-    config,
-    schema: {
-      tags: ["pipelines"], summary: "One pipeline definition with its inputs and steps", operationId: "getPipelineDefinition",
-      params: z.object({ pipeline_id: z.string().min(1).max(128) }),
-      response: { 200: jsonResponse(dataOf(PipelineDefinitionSchema.extend({ spec: PipelineSpecRef })), "The built-in pipeline, with its spec."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
-    },
-  }, async (req) => {
-    return { data: service.builtinDefinition(req.params.pipeline_id) };
-  });
+    r.get(`${base}/:pipeline_id`, {
+      config,
+      schema: {
+        hide, tags: ["pipelines"], summary: "One pipeline definition with its inputs and steps", operationId: "getPipelineDefinition",
+        params: z.object({ pipeline_id: z.string().min(1).max(128) }),
+        response: { 200: jsonResponse(dataOf(PipelineDefinitionSchema.extend({ spec: PipelineSpecRef })), "The built-in pipeline, with its spec."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+      },
+    }, async (req) => {
+      return { data: service.builtinDefinition(req.params.pipeline_id) };
+    });
+  }
 
   r.get("/v1/pipelines/:id", {
     config,

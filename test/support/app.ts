@@ -28,7 +28,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger" | "llm">> & { ttlSeconds?: number; rateLimit?: number; ipRateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue; referenceVolumes?: Record<string, string> } } = {}): Promise<TestApp> {
+export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger" | "llm">> & { publicUrl?: string; ttlSeconds?: number; rateLimit?: number; ipRateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue; referenceVolumes?: Record<string, string> } } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
@@ -42,7 +42,7 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | 
     engine = createEngine({ runs: createLocalRunStore(dir), executor, store, clock, orgConcurrency: typeof limit === "function" ? limit : () => limit, ...(options.engine.tools ? { tools: options.engine.tools } : {}), ...(options.engine.referenceVolumes ? { referenceVolumes: Object.keys(options.engine.referenceVolumes) } : {}) });
   }
   const app = await buildApp({
-    config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: options.ipRateLimit ?? 1_000_000, storage: options.store ? "s3" : "local", signingSecret: SECRET },
+    config: { publicUrl: options.publicUrl ?? "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: options.ttlSeconds ?? 30, OPERON_RATE_LIMIT_PER_MINUTE: options.rateLimit ?? 100_000, OPERON_RATE_LIMIT_PER_IP_PER_MINUTE: options.ipRateLimit ?? 1_000_000, storage: options.store ? "s3" : "local", signingSecret: SECRET },
     store, service, clock,
     ...(options.maxUploadBytes !== undefined ? { maxUploadBytes: options.maxUploadBytes } : {}),
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
