@@ -54,6 +54,12 @@ async function waitForRun(ctx: ToolContext, svc: PipelineService, run: RunRecord
   return current;
 }
 
+/**
+ * A run tool's optional workspace_id: agents pass the workspace to every tool, so the run
+ * tools take it too; it must name the run's own workspace (else a not_found naming the field).
+ */
+const runWorkspace = workspaceId.optional().describe("The run's workspace (optional; if given, it must be the workspace the run belongs to).");
+
 export const pipelineTools: AssistantTool[] = [
   defineTool({
     name: "service_list_pipelines",
@@ -116,14 +122,14 @@ export const pipelineTools: AssistantTool[] = [
     name: "service_get_run",
     title: "Get a run's status (optionally wait)",
     description: `A pipeline run's status, progress, each step's state (with the reason a step is waiting, e.g. the organization's concurrency limit) and output_paths. With wait_seconds (at most ${MAX_WAIT_SECONDS}) it waits until the run ends or that time passes, whichever is first, and answers either way; call it again while finished is false.`,
-    input: z.object({ run_id: runId, wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(0).describe(`Seconds to wait for the run to end (0–${MAX_WAIT_SECONDS}).`) }).strict(),
+    input: z.object({ run_id: runId, workspace_id: runWorkspace, wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(0).describe(`Seconds to wait for the run to end (0–${MAX_WAIT_SECONDS}).`) }).strict(),
     output: z.looseObject({ run: loose, finished: z.boolean() }),
     annotations: READ_ONLY,
     scope: "tools",
     available: hasPipelines,
     handler: async (a, ctx) => {
       const svc = pipelines(ctx);
-      const run = await waitForRun(ctx, svc, await svc.runOf(ctx.auth, a.run_id), a.wait_seconds);
+      const run = await waitForRun(ctx, svc, await svc.runOf(ctx.auth, a.run_id, a.workspace_id), a.wait_seconds);
       return runResult(run);
     },
   }),
@@ -131,14 +137,14 @@ export const pipelineTools: AssistantTool[] = [
     name: "service_get_step_logs",
     title: "Read a step's log",
     description: `The last lines of one step's log (stdout and stderr of its tool), to see why a step failed or what it is doing. tail: lines from the end (default 100, at most ${MAX_LOG_LINES}); at most 64 KB is returned.`,
-    input: z.object({ run_id: runId, step_id: z.string().min(1).max(128), tail: z.number().int().min(1).max(MAX_LOG_LINES).default(100) }).strict(),
+    input: z.object({ run_id: runId, workspace_id: runWorkspace, step_id: z.string().min(1).max(128), tail: z.number().int().min(1).max(MAX_LOG_LINES).default(100) }).strict(),
     output: z.looseObject({ log: z.string(), truncated: z.boolean() }),
     annotations: READ_ONLY,
     scope: "tools",
     available: hasPipelines,
     handler: async (a, ctx) => {
       const svc = pipelines(ctx);
-      const run = await svc.runOf(ctx.auth, a.run_id);
+      const run = await svc.runOf(ctx.auth, a.run_id, a.workspace_id);
       const log = await svc.stepLog(run, a.step_id, a.tail);
       const text = log.kind === "text" ? log.text.toString() : "";
       const step = run.steps.find((s) => s.stepId === a.step_id);
@@ -149,18 +155,18 @@ export const pipelineTools: AssistantTool[] = [
     name: "service_cancel_run",
     title: "Cancel a run",
     description: "Stops a queued or running pipeline run (its running steps are killed; finished steps' outputs stay). A run that already ended is returned unchanged.",
-    input: z.object({ run_id: runId }).strict(),
+    input: z.object({ run_id: runId, workspace_id: runWorkspace }).strict(),
     output: z.looseObject({ run: loose, finished: z.boolean() }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     scope: "tools",
     available: hasPipelines,
-    handler: async (a, ctx) => runResult(await pipelines(ctx).cancel(ctx.auth, a.run_id)),
+    handler: async (a, ctx) => runResult(await pipelines(ctx).cancel(ctx.auth, a.run_id, a.workspace_id)),
   }),
   defineTool({
     name: "service_save_pipeline",
     title: "Save a finished run as a pipeline spec",
     description: "Saves a completed (or failed, with a warning) run as a reusable spec at pipelines/specs/<name>.pipeline.json in its workspace: the workspace files it read become file inputs. name defaults to the run's name. A name already taken is a conflict unless overwrite is true. Run the saved spec later with service_run_pipeline and spec_file.",
-    input: z.object({ run_id: runId, name: z.string().min(1).max(100).optional(), overwrite: z.boolean().default(false) }).strict(),
+    input: z.object({ run_id: runId, workspace_id: runWorkspace, name: z.string().min(1).max(100).optional(), overwrite: z.boolean().default(false) }).strict(),
     output: z.looseObject({ path: z.string(), spec: loose, warnings: z.array(loose) }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     scope: "tools",

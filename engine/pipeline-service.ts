@@ -92,7 +92,7 @@ export class PipelineService {
     const { engine, access } = this.deps;
     const run = RUN_ID.test(id) ? await engine.runs.get(id) : undefined;
     if (!run || run.organization !== auth.organization) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found`);
-    if (workspace !== undefined && run.workspace !== workspace) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`);
+    if (workspace !== undefined && run.workspace !== workspace) throw new ApiError("not_found", `workspace_id: run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`, { field: "workspace_id" });
     await access.workspace(auth, run.workspace);
     return (await engine.withQueuePositions([run]))[0] as RunRecord;
   }

@@ -106,6 +106,24 @@ t.test("bwa-align end to end: run, wait, save (conflict, overwrite), listed", as
   const over = await call(main, "service_save_pipeline", { run_id: runId, name: "my align", overwrite: true });
   t.notOk(over.isError, "overwrite replaces it");
 
+  // workspace_id, which agents pass to every tool, is taken by every run tool when it names the run's workspace…
+  const inWs = await call(main, "service_save_pipeline", { run_id: runId, workspace_id: "ws1", name: "my align 2" });
+  t.notOk(inWs.isError, `save with the run's workspace_id: ${text(inWs)}`);
+  t.equal((inWs.structuredContent as { path: string }).path, "pipelines/specs/my-align-2.pipeline.json");
+  for (const [tool, args] of [["service_get_run", {}], ["service_get_step_logs", { step_id: "align" }], ["service_cancel_run", {}]] as const) {
+    const ok = await call(main, tool, { run_id: runId, workspace_id: "ws1", ...args });
+    t.notOk(ok.isError, `${tool} with the run's workspace_id: ${text(ok)}`);
+    // …and refused, naming the field, when it names another workspace (one the key may use).
+    const wrong = await call(main, tool, { run_id: runId, workspace_id: "ws2", ...args });
+    t.ok(wrong.isError, `${tool} with another workspace_id is an error`);
+    t.match(text(wrong), /^not_found: workspace_id: run .* not found in workspace "ws2"/, `${tool}: the error names workspace_id`);
+  }
+  const wrongSave = await call(main, "service_save_pipeline", { run_id: runId, workspace_id: "ws2", name: "elsewhere" });
+  t.match(text(wrongSave), /^not_found: workspace_id:/, "save with another workspace_id names the field");
+  const toolsWithRunId = (await main.listTools()).tools.filter((x) => (x.inputSchema.properties as Record<string, unknown> | undefined)?.run_id);
+  t.ok(toolsWithRunId.length >= 4, `${toolsWithRunId.length} run tools`);
+  for (const x of toolsWithRunId) t.ok((x.inputSchema.properties as Record<string, unknown>).workspace_id, `${x.name} declares workspace_id`);
+
   const list = await call(main, "service_list_pipelines", { workspace_id: "ws1" });
   const entries = (list.structuredContent as { pipelines: Array<{ origin: string; spec_file?: string; id: string | null }> }).pipelines;
   t.ok(entries.some((p) => p.origin === "workspace" && p.spec_file === "pipelines/specs/my-align.pipeline.json"), "the saved spec is listed");
