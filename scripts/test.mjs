@@ -16,9 +16,18 @@ let failed = 0;
 const skipped = [];
 const failures = [];
 
+/** How long each phase took, printed at the end (docs/development.md#how-long-make-test-takes). */
+const phases = [];
+function timed(name, fn) {
+  const start = Date.now();
+  const r = fn();
+  phases.push(`${name} ${((Date.now() - start) / 1000).toFixed(0)} s`);
+  return r;
+}
+
 function gate(name, cmd, cmdArgs) {
   process.stdout.write(`\n== ${name}: ${cmd} ${cmdArgs.join(" ")}\n`);
-  const r = spawnSync(cmd, cmdArgs, { stdio: "inherit" });
+  const r = timed(name, () => spawnSync(cmd, cmdArgs, { stdio: "inherit" }));
   if (r.status === 0) passed++;
   else { failed++; failures.push(`${name} (exit ${r.status ?? r.signal})`); }
 }
@@ -32,7 +41,7 @@ const resultsDir = ".tap/test-results";
 rmSync(resultsDir, { recursive: true, force: true });
 process.stdout.write("\n== tests: tap\n");
 const tapArgs = ["tap", "--reporter", process.env.CI ? "terse" : "base", ...files];
-const tapRun = spawnSync("npx", tapArgs, { stdio: "inherit" });
+const tapRun = timed("tests", () => spawnSync("npx", tapArgs, { stdio: "inherit" }));
 
 function walk(dir) {
   if (!existsSync(dir)) return [];
@@ -76,5 +85,6 @@ if (resultFiles.length === 0) { failed++; failures.push("no test results found")
 
 if (skipped.length) process.stdout.write(`\nSkipped:\n${skipped.map((s) => `  - ${s}`).join("\n")}\n`);
 if (failures.length) process.stdout.write(`\nFailed:\n${failures.map((s) => `  - ${s}`).join("\n")}\n`);
+process.stdout.write(`\nTime: ${phases.join(", ")}\n`);
 process.stdout.write(`\n${passed} passed, ${failed} failed${skipped.length ? `, ${skipped.length} skipped` : ""}\n`);
 process.exit(failed === 0 ? 0 : 1);
