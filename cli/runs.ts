@@ -152,7 +152,7 @@ export function newText(prev: string, next: string): { text: string; restarted: 
 function lastLines(text: string, n: number): string {
   const lines = text.split("\n");
   const end = lines[lines.length - 1] === "" ? lines.length - 1 : lines.length;
-  return lines.slice(Math.max(0, end - n)).join("\n");
+  return lines.slice(Math.max(0, end - n), end).join("\n");
 }
 
 async function followLog(ctx: Ctx, client: ApiClient, id: string, step: string, opts: CommonOptions & { tail?: number }): Promise<number> {
