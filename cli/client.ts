@@ -88,9 +88,7 @@ export function failure(res: Response, text: string, what: string): Error {
   const code = typeof j.error === "string" ? j.error : undefined;
   const message = typeof j.message === "string" ? j.message : `HTTP ${res.status}`;
   const errors = Array.isArray(j.details?.errors) ? j.details.errors : [];
-  // One line per issue, unless the message already says it (a single refused field).
-  const lines = errors.filter((e) => !(e.message && message.includes(e.message)))
-    .map((e) => `  ${e.path || "/"}: ${e.message ?? ""}${e.code ? ` [${e.code}]` : ""}`);
+  const lines = errors.map((e) => `  ${e.path || "/"}: ${e.message ?? ""}${e.code ? ` [${e.code}]` : ""}`);
   return new ApiError(res.status, code, `${message}${code ? ` (${code})` : ""}`, lines, j.details);
 }
 

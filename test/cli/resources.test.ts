@@ -307,7 +307,8 @@ t.test("render: waits for the job and prints the image's and data's paths; failu
 
   const refused = await cli(["render", "volcano_plot", "de/deseq2-results.csv", "--option", "threshold=2"]);
   t.equal(refused.code, 1);
-  t.match(refused.stderr, /^operon render: options\.threshold: unknown option.*\(invalid_request\)$/);
+  t.match(refused.err[0], /^operon render: options\.threshold: unknown option.*\(invalid_request\)$/);
+  t.match(refused.err[1], /^ {2}options\.threshold: unknown option/, "then each issue on its own line");
   // A table without the columns a volcano plot needs: accepted, then the job fails.
   t.equal((await cli(["files", "upload", local("nocols.csv", "gene,count\nA,1\nB,2\n"), "--path", "de/"])).code, 0);
   const failed = await cli(["render", "volcano_plot", "de/nocols.csv"]);
