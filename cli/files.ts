@@ -46,7 +46,7 @@ export function filesCli(ctx: Ctx): Command {
     .argument("<LOCAL...>", "the files to upload")
     .option("--path <folder>", "the workspace folder to put them in (default: the top)")
     .option("--description <text>", "a description stored with each file")
-    .addHelpText("after", "\nExit codes: 0 every file uploaded, 1 refused by the API (the first refusal stops the rest), 2 a local\nfile cannot be read, usage error or server unreachable.\n\nExample:\n  operon files upload r1.fq r2.fq --path data/"), { json: "print the stored files as JSON: [file]" });
+    .addHelpText("after", "\nExit codes: 0 every file uploaded, 1 refused by the API (the first refusal stops the rest), 2 a\nlocal file cannot be read, usage error or server unreachable.\n\nExample:\n  operon files upload r1.fq r2.fq --path data/"), { json: "print the stored files as JSON: [file]" });
   upload.action(apiAction(upload, ctx, async (locals: string[], opts: CommonOptions & { path?: string; description?: string }) => {
     const sources: Array<{ local: string; size: number }> = [];
     for (const local of locals) {
@@ -81,7 +81,7 @@ export function filesCli(ctx: Ctx): Command {
 
   const remove = withCommon(new Command("rm").description("Delete files from the workspace")
     .argument("<KEY...>", "the files' keys, as files ls lists them")
-    .addHelpText("after", "\nExit codes: 0 every file deleted, 1 refused by the API (no such file; the first refusal stops the rest),\n2 usage error or server unreachable.\n\nExample:\n  operon files rm data/old.bam data/old.bam.bai"), { json: "print the API's answers as JSON: [{key, deleted}]" });
+    .addHelpText("after", "\nExit codes: 0 every file deleted, 1 refused by the API (no such file; the first refusal stops\nthe rest), 2 usage error or server unreachable.\n\nExample:\n  operon files rm data/old.bam data/old.bam.bai"), { json: "print the API's answers as JSON: [{key, deleted}]" });
   remove.action(apiAction(remove, ctx, async (keys: string[], opts: CommonOptions) => {
     const client = clientOf(ctx, opts);
     const done: unknown[] = [];

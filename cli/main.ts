@@ -62,7 +62,7 @@ function operatorCli(ctx: Ctx): Command {
     .description("Start the operator of cluster mode: reconcile PipelineRuns into step Jobs, with leader election (a Lease). "
       + "Talks to Kubernetes through KUBECONFIG or the in-cluster service account; OPERON_POD_NAME names this replica. "
       + "Serves /healthz, /readyz and /metrics; stops cleanly on SIGTERM or SIGINT.")
-    .addHelpText("after", "\nExit codes: 0 stopped by SIGTERM or SIGINT, 1 stopping failed, 2 invalid configuration (the variable is\nnamed) or the operator could not start.\n\nExample:\n  KUBECONFIG=~/.kube/config OPERON_STORAGE=s3 S3_BUCKET=operon operon operator")
+    .addHelpText("after", "\nExit codes: 0 stopped by SIGTERM or SIGINT, 1 stopping failed, 2 invalid configuration (the\nvariable is named) or the operator could not start.\n\nExample:\n  KUBECONFIG=~/.kube/config OPERON_STORAGE=s3 S3_BUCKET=operon operon operator")
     .action(async () => {
       const { io, env } = ctx;
       const { parseConfig } = await import("../core/config.js");

@@ -54,7 +54,7 @@ export function pipelinesCli(ctx: Ctx): Command {
   const validate = withCommon(new Command("validate").description("Check a pipeline spec: a local FILE here with exactly the checks a run applies (as operon validate), or a spec file in the workspace (--spec-file) by the server")
     .argument("[FILE]", "a pipeline spec on this machine, JSON, at most 1 MB")
     .option("--spec-file <path>", "instead of FILE: a spec file's path in the workspace, checked by the server")
-    .addHelpText("after", "\nExit codes: 0 valid (warnings allowed), 1 invalid or refused by the API (no such spec file), 2 unreadable\nfile, usage error or server unreachable.\n\nExamples:\n  operon pipelines validate my-pipeline.json\n  operon pipelines validate --spec-file pipelines/specs/my-alignment.pipeline.json --json"), { json: "print the result as JSON: {valid, errors, warnings}" });
+    .addHelpText("after", "\nExit codes: 0 valid (warnings allowed), 1 invalid or refused by the API (no such spec file),\n2 unreadable file, usage error or server unreachable.\n\nExamples:\n  operon pipelines validate my-pipeline.json\n  operon pipelines validate --spec-file pipelines/specs/my-alignment.pipeline.json --json"), { json: "print the result as JSON: {valid, errors, warnings}" });
   validate.action(apiAction(validate, ctx, async (file: string | undefined, opts: CommonOptions & { specFile?: string }) => {
     if ((file === undefined) === (opts.specFile === undefined)) throw new UsageError("give exactly one of FILE or --spec-file");
     if (file !== undefined) return validateCommand(file, opts.json === true, ctx.io, "operon pipelines validate");

@@ -60,7 +60,7 @@ export function runsCli(ctx: Ctx): Command {
     .argument("<STEP>", "the step id, as runs show lists it")
     .option("-f, --follow", "keep printing new lines until the step has ended")
     .option("--tail <n>", `only the last n lines, 1 to ${MAX_TAIL} (with --follow: of what is there when it starts)`, positiveInt(MAX_TAIL))
-    .addHelpText("after", "\nExit codes: 0 printed (with --follow: the step completed), 1 refused by the API (no such run or step)\nor, with --follow, the step failed, was cancelled or skipped, 2 usage error or server unreachable.\n\nExample:\n  operon runs logs run-01jd3x5k7m9q2r4t6v8w0y2a4c align --follow --tail 20"), { workspace: "the run's", json: "print JSON: {run_id, step_id, status, exit_code, log}; with --follow one {line} object per line, then {run_id, step_id, status, exit_code}" });
+    .addHelpText("after", "\nExit codes: 0 printed (with --follow: the step completed), 1 refused by the API (no such run or\nstep) or, with --follow, the step failed, was cancelled or skipped, 2 usage error or server\nunreachable.\n\nExample:\n  operon runs logs run-01jd3x5k7m9q2r4t6v8w0y2a4c align --follow --tail 20"), { workspace: "the run's", json: "print JSON: {run_id, step_id, status, exit_code, log}; with --follow one {line} object per line, then {run_id, step_id, status, exit_code}" });
   logs.action(apiAction(logs, ctx, async (id: string, step: string, opts: CommonOptions & { follow?: boolean; tail?: number }) => {
     const client = clientOf(ctx, opts);
     return opts.follow ? followLog(ctx, client, id, step, opts) : printLog(ctx, client, id, step, opts);

@@ -43,7 +43,7 @@ export function renderCli(ctx: Ctx): Command {
     .option("--option <name=value>", "an option of the chart type; repeat for each. A JSON value (2, true, [\"a\",\"b\"]) is sent as that, anything else as a string", repeatable)
     .option("--format <format>", "png or svg (default: png)")
     .option("--output-path <folder>", "the workspace folder for the image and its TSV (default: plots/)")
-    .addHelpText("after", "\nExit codes: 0 rendered, 1 refused by the API (unknown type or option, missing file) or the render failed,\n2 usage error or server unreachable.\n\nExample:\n  operon render volcano_plot de/results.csv --option threshold_fc=1.5 --option title=\"Treated vs control\""), { json: "print the finished job as JSON: {job_id, status, output_path, data_path, preview_url, error, …}" });
+    .addHelpText("after", "\nExit codes: 0 rendered, 1 refused by the API (unknown type or option, missing file) or the render\nfailed, 2 usage error or server unreachable.\n\nExample:\n  operon render volcano_plot de/results.csv --option threshold_fc=1.5 \\\n    --option title=\"Treated vs control\""), { json: "print the finished job as JSON: {job_id, status, output_path, data_path, preview_url, error, …}" });
   return cmd.action(apiAction(cmd, ctx, async (type: string, file: string, opts: CommonOptions & { option?: string[]; format?: string; outputPath?: string }) => {
     const options = parseValues("--option", opts.option ?? []);
     const client = clientOf(ctx, opts);
