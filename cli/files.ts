@@ -68,7 +68,7 @@ export function filesCli(ctx: Ctx): Command {
 
   const download = withCommon(new Command("download").description("Download a file (through its presigned link); written only once complete")
     .argument("<KEY>", "the file's key in the workspace, as files ls lists it")
-    .option("-o, --output <file>", "where to write it: a file, or an existing folder (default: the key's file name, here)")
+    .option("-o, --output <file>", "where to write it: a file (replaced if it exists) or an existing folder (default: the key's file name, here)")
     .addHelpText("after", "\nThe bytes go to a temporary file next to the target, renamed into place once all have come: an\ninterrupted download (Ctrl-C) leaves neither a partial target nor the temporary file.\nExit codes: 0 downloaded, 1 refused by the API or the storage (no such file), 2 usage error, server\nunreachable or the download broke off, 130 interrupted.\n\nExample:\n  operon files download results/sample.flagstat.txt -o flagstat.txt"), { json: "print {key, path, size, sha256} as JSON" });
   download.action(apiAction(download, ctx, async (key: string, opts: CommonOptions & { output?: string }) => {
     const client = clientOf(ctx, opts);
