@@ -1,6 +1,6 @@
 /**
  * `operon pipelines ls|show|validate`: the pipeline definitions through the HTTP API
- * (GET /v1/pipelines/definitions[/{id}]; docs/api.md), and spec validation: a local FILE is
+ * (GET /v1/pipeline-definitions[/{id}]; docs/api.md), and spec validation: a local FILE is
  * checked here with exactly the checks a run applies (the `validate` command, kept as an
  * alias), a spec file in the workspace (--spec-file) by the server (POST /v1/pipelines/validate).
  */
@@ -26,7 +26,7 @@ export function pipelinesCli(ctx: Ctx): Command {
   const ls = withCommon(new Command("ls").description("List the built-in pipelines, then the workspace's saved specs (id, origin, steps, name)")
     .addHelpText("after", "\nExample:\n  operon pipelines ls --json"), { json: "print the API's answer as JSON: {data: [definition], has_more, next_cursor}" });
   ls.action(apiAction(ls, ctx, async (opts: CommonOptions) => {
-    const page = await clientOf(ctx, opts).json<Page<DefinitionView>>("GET", "/v1/pipelines/definitions" + query({ workspace_id: opts.workspace }));
+    const page = await clientOf(ctx, opts).json<Page<DefinitionView>>("GET", "/v1/pipeline-definitions" + query({ workspace_id: opts.workspace }));
     if (opts.json) { ctx.io.out(json(page)); return 0; }
     for (const l of table(["ID", "ORIGIN", "STEPS", "NAME"], page.data.map((d) => [d.id ?? d.spec_file ?? "-", d.origin, String(d.steps.length), d.name ?? ""]))) ctx.io.out(l);
     return 0;
@@ -36,7 +36,7 @@ export function pipelinesCli(ctx: Ctx): Command {
     .argument("<ID>", "the pipeline id, as pipelines ls lists it (e.g. bwa-align)")
     .addHelpText("after", "\nExample:\n  operon pipelines show bwa-align"), { workspace: false, json: "print the API's definition, with its spec, as JSON" });
   show.action(apiAction(show, ctx, async (id: string, opts: CommonOptions) => {
-    const d = await clientOf(ctx, opts).data<DefinitionView>("GET", apiPath`/v1/pipelines/definitions/${id}`);
+    const d = await clientOf(ctx, opts).data<DefinitionView>("GET", apiPath`/v1/pipeline-definitions/${id}`);
     if (opts.json) { ctx.io.out(json(d)); return 0; }
     ctx.io.out(`${d.id ?? id}: ${d.name ?? ""}`);
     if (d.description) ctx.io.out(d.description);
