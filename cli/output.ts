@@ -29,15 +29,7 @@ export function table(headers: string[], rows: string[][]): string[] {
   return [line(headers), ...rows.map(line)];
 }
 
-/** 1536 → "1.5 KB". */
-export function humanSize(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KB", "MB", "GB", "TB"];
-  let v = n;
-  let u = -1;
-  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
-}
+export { humanSize } from "../core/sizes.js";
 
 /** `2026-11-27T19:54:29.123Z` → `2026-11-27 19:54:29`; null → `-`. */
 export function shortTime(iso: string | null | undefined): string {

@@ -25,6 +25,7 @@ import { sendObject } from "../byte-range.js";
 import { verifyGrant } from "../../engine/viewer-token.js";
 import { createViewerLink } from "../../engine/viewer-links.js";
 import { requireAuth, workspaceId } from "./common.js";
+import { humanSize } from "../../core/sizes.js";
 
 const require = createRequire(import.meta.url);
 
@@ -90,14 +91,6 @@ const CSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'sel
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const jsonForScript = (v: unknown) => JSON.stringify(v).replace(/</g, "\\u003c");
 
-function humanSize(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KB", "MB", "GB", "TB"];
-  let v = n;
-  let u = -1;
-  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
-}
 
 function pageHeaders(reply: FastifyReply): FastifyReply {
   return reply.header("content-security-policy", CSP).header("x-content-type-options", "nosniff").header("referrer-policy", "no-referrer").header("cache-control", "private, no-store");
