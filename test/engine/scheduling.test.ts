@@ -62,10 +62,10 @@ t.test("3 organizations × 20 runs × 3 parallel steps: never more than 5 runnin
   t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
   const runs: RunRecord[] = [];
   // The first two runs of each organization (first come, first served: admitted first) have
-  // 4 s steps, 6 of them for 5 slots, so the limit is reached even on a heavily loaded
-  // machine (a CI run with the suite's other file beside it saw 3 with 2 s steps); the other
-  // 18 runs' 0.3 s steps then churn through the slots.
-  for (let i = 0; i < 20; i++) for (const org of ["o1", "o2", "o3"]) runs.push(await submit(h.engine, org, parallel(3, i < 2 ? 4 : 0.3)));
+  // 12 s steps, 6 of them for 5 slots, so the limit is reached even on a heavily loaded
+  // machine (with 2 s steps a CI run saw 3 at once; with 4 s steps, on 2 cores also building
+  // Kubernetes, 1); the other 18 runs' 0.3 s steps then churn through the slots.
+  for (let i = 0; i < 20; i++) for (const org of ["o1", "o2", "o3"]) runs.push(await submit(h.engine, org, parallel(3, i < 2 ? 12 : 0.3)));
   const max = new Map<string, number>();
   let samples = 0;
   const sample = async () => {
