@@ -117,7 +117,9 @@ t.test("timeout and cancel free their slots", async (t) => {
   const long = await submit(h.engine, "o1", parallel(1, 30));
   const after = await submit(h.engine, "o1", parallel(1, 0.05));
   await until(async () => (await h.engine.runs.get(long.id))?.steps[0]?.status === "running");
-  t.equal((await h.engine.runs.get(after.id))?.steps[0]?.status, "waiting");
+  // The reconciler reaches the second run in its own tick: wait for it to leave "pending".
+  await until(async () => (await h.engine.runs.get(after.id))?.steps[0]?.status !== "pending");
+  t.equal((await h.engine.runs.get(after.id))?.steps[0]?.status, "waiting", "the second run waits for the slot");
   const t0 = Date.now();
   await h.engine.cancel((await h.engine.runs.get(long.id)) as RunRecord);
   const states2 = async () => Promise.all([long, after].map(async (r) => { const x = await h.engine.runs.get(r.id); return [x?.status, x?.cancelRequested, x?.steps.map((st) => [st.status, st.error, st.waitingReason]), [...(await h.executor.observe(r.id))]]; }));
