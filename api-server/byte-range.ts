@@ -1,6 +1,6 @@
 /**
- * Serving an object's bytes over HTTP with single `Range` requests (206, `Accept-Ranges`,
- * `Content-Range`; 416 for a range outside the object): one definition for embedded mode's
+ * Serving an object's bytes over HTTP with single `Range` requests, suffix ranges included
+ * (206, `Accept-Ranges`, `Content-Range`; 416 for a range outside the object): one definition for embedded mode's
  * presigned GETs and the viewer links. Bodies are sent as stored — never with a
  * `Content-Encoding`, so a `.gz` or a ranged BGZF block reaches the client byte for byte.
  */
@@ -8,8 +8,13 @@ import type { FastifyReply } from "fastify";
 import { StoreError, type ObjectStore } from "../core/ports.js";
 import { ApiError } from "./errors.js";
 
-export function parseRange(header: string | undefined): { start: number; end?: number } | undefined | "invalid" {
+/** One range: `bytes=START-[END]`, or a suffix `bytes=-N` (the last N bytes, RFC 9110 §14.1.2). */
+export type RangeRequest = { start: number; end?: number } | { suffix: number };
+
+export function parseRange(header: string | undefined): RangeRequest | undefined | "invalid" {
   if (!header) return undefined;
+  const suffix = /^bytes=-(\d+)$/.exec(header.trim());
+  if (suffix) return { suffix: Number(suffix[1]) };
   const m = /^bytes=(\d+)-(\d*)$/.exec(header.trim());
   if (!m) return "invalid";
   const start = Number(m[1]);
@@ -18,12 +23,25 @@ export function parseRange(header: string | undefined): { start: number; end?: n
   return end === undefined ? { start } : { start, end };
 }
 
+/** A suffix range as start and end, once the object's size is known; undefined when none of it can be served. */
+function suffixRange(suffix: number, size: number): { start: number; end: number } | undefined {
+  if (suffix === 0 || size === 0) return undefined;
+  return { start: Math.max(0, size - suffix), end: size - 1 };
+}
+
 /** Sends `key` (or the requested range of it); `headers` are added to a successful answer. */
 export async function sendObject(reply: FastifyReply, store: ObjectStore, key: string, rangeHeader: string | undefined, opts: { contentType?: string; headers?: Record<string, string> } = {}): Promise<FastifyReply> {
   const range = parseRange(rangeHeader);
-  if (range === "invalid") throw new ApiError("range_not_satisfiable", "Range must be bytes=START-[END]");
+  if (range === "invalid") throw new ApiError("range_not_satisfiable", "Range must be bytes=START-[END] or bytes=-LENGTH");
   try {
-    const got = await store.get(key, range);
+    let wanted: { start: number; end?: number } | undefined;
+    if (range && "suffix" in range) {
+      const info = await store.head(key);
+      if (!info) throw new ApiError("not_found", "object not found");
+      wanted = suffixRange(range.suffix, info.size);
+      if (!wanted) throw new ApiError("range_not_satisfiable", `bytes=-${range.suffix} selects nothing of a ${info.size}-byte object`);
+    } else wanted = range;
+    const got = await store.get(key, wanted);
     void reply.header("accept-ranges", "bytes").type(opts.contentType ?? got.info.contentType ?? "application/octet-stream");
     for (const [k, v] of Object.entries(opts.headers ?? {})) void reply.header(k, v);
     if (got.info.sha256) void reply.header("etag", `"${got.info.sha256}"`);

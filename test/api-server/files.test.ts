@@ -61,6 +61,15 @@ t.test("upload, list, download (with Range), delete", async (t) => {
   t.equal(part.headers["content-range"], `bytes 4-11/${content.length}`);
   const bad = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl), headers: { range: "bytes=999-" } });
   t.equal(bad.statusCode, 416);
+  // Suffix ranges (RFC 9110): the last N bytes; more than the object is the whole object; -0 selects nothing.
+  const last = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl), headers: { range: "bytes=-1" } });
+  t.equal(last.statusCode, 206, "bytes=-1 is the last byte");
+  t.equal(last.body, content.slice(-1));
+  t.equal(last.headers["content-range"], `bytes ${content.length - 1}-${content.length - 1}/${content.length}`);
+  const tail = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl), headers: { range: `bytes=-${content.length + 100}` } });
+  t.equal(tail.statusCode, 206, "a suffix longer than the object");
+  t.equal(tail.body, content);
+  t.equal((await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl), headers: { range: "bytes=-0" } })).statusCode, 416, "bytes=-0 selects nothing");
 
   const fullKey = await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=orgs/acme/workspaces/ws1/reads/s1.fastq", headers: h });
   t.equal(fullKey.statusCode, 200, "the full storage key of the same workspace is accepted");

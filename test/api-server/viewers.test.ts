@@ -119,6 +119,10 @@ t.test("a link is a capability for one file, until it expires", async (t) => {
   t.equal(part.headers["content-range"], `bytes 2-11/${vcf.length}`);
   t.equal(part.headers["content-encoding"], undefined);
   t.equal((await a.app.inject({ method: "GET", url: `${base}/data/primary`, headers: { range: `bytes=${vcf.length + 10}-` } })).statusCode, 416);
+  const last = await a.app.inject({ method: "GET", url: `${base}/data/primary`, headers: { range: "bytes=-1" } });
+  t.equal(last.statusCode, 206, "a suffix range (bytes=-1) is served");
+  t.equal(last.body, vcf.subarray(vcf.length - 1).toString());
+  t.equal(last.headers["content-range"], `bytes ${vcf.length - 1}-${vcf.length - 1}/${vcf.length}`);
 
   // Nothing else: no other name, no path, no listing, no API.
   for (const p of [`${base}/data/secret%2Fother.csv`, `${base}/data/..%2F..%2Fsecret%2Fother.csv`, `${base}/data/reference`, `${base}/files`, `${base}/rows`]) {
