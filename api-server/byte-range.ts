@@ -29,6 +29,31 @@ function suffixRange(suffix: number, size: number): { start: number; end: number
   return { start: Math.max(0, size - suffix), end: size - 1 };
 }
 
+/**
+ * Types a browser may show in place from a presigned download: passive images, plain text and
+ * PDF. Anything else (HTML, SVG, XML, JavaScript, an unknown type) is sent as an attachment.
+ */
+const SHOWN_IN_PLACE = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "application/pdf"]);
+
+/**
+ * The headers every answer that carries a user's stored bytes gets, so that nothing a user
+ * uploaded runs on Operon's origin (docs/security.md#user-content): no type sniffing, a
+ * sandboxing CSP (no script, no same-origin access, even for HTML or SVG), and
+ * `Content-Disposition: attachment` unless the type is a passive one a browser may show.
+ * The file name is the key's last segment, ASCII-only in `filename` and exact in `filename*`.
+ */
+export function userContentHeaders(key: string, contentType: string | undefined): Record<string, string> {
+  const name = key.slice(key.lastIndexOf("/") + 1);
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  const type = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  const disposition = SHOWN_IN_PLACE.has(type) ? "inline" : "attachment";
+  return {
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox",
+    "content-disposition": `${disposition}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`,
+  };
+}
+
 /** Sends `key` (or the requested range of it); `headers` are added to a successful answer. */
 export async function sendObject(reply: FastifyReply, store: ObjectStore, key: string, rangeHeader: string | undefined, opts: { contentType?: string; headers?: Record<string, string> } = {}): Promise<FastifyReply> {
   const range = parseRange(rangeHeader);

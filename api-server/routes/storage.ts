@@ -1,13 +1,14 @@
 /**
  * Embedded mode's presigned URLs, served by the api-server: PUT streams the body into the
  * local store, GET streams it back (with Range). The URL's HMAC signature, method, expiry
- * and content type are checked before any byte is read or written (403 otherwise).
+ * and content type are checked before any byte is read or written (403 otherwise). What GET
+ * sends carries userContentHeaders: a user's file never runs as a page on Operon's origin.
  */
 import type { FastifyInstance } from "fastify";
 import { StoreError } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
 import { ApiError } from "../errors.js";
-import { sendObject } from "../byte-range.js";
+import { sendObject, userContentHeaders } from "../byte-range.js";
 import { MAX_PRESIGNED_PUT_BYTES } from "./files.js";
 
 export async function storageRoutes(app: FastifyInstance): Promise<void> {
@@ -40,6 +41,9 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
     const r = check("GET", req.query);
-    return sendObject(reply, store, r.key, req.headers.range);
+    // The stored type is the uploader's word: it is served, but never as something that runs here.
+    const info = await store.head(r.key);
+    if (!info) throw new ApiError("not_found", "object not found");
+    return sendObject(reply, store, r.key, req.headers.range, { headers: userContentHeaders(r.key, info.contentType) });
   });
 }

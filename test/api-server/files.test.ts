@@ -253,6 +253,34 @@ t.test("large-file flow: upload-url → PUT → upload-confirm, and presigned UR
   t.match(tooBig.json(), { error: "payload_too_large", message: /at most 5368709120 bytes \(5 GiB.*not supported/, details: { field: "size" } }, "the message gives the limit and says larger uploads are not supported");
 });
 
+t.test("a stored file never runs on Operon's origin: nosniff, a sandboxing CSP, attachment unless passive", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const served = async (filename: string, type: string, content = "x") => {
+    t.equal((await upload(a, h, [["workspace_id", "ws1"], ["path", "up"]], filename, content, type)).statusCode, 201);
+    const dl = await a.app.inject({ method: "GET", url: `/v1/files/download?workspace_id=ws1&key=${encodeURIComponent(`up/${filename}`)}`, headers: h });
+    return a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl) });
+  };
+  // The reproduction: a page uploaded as text/html, fetched through its presigned URL.
+  const html = await served("page.html", "text/html", "<script>document.title = 'ran'</script>");
+  t.equal(html.statusCode, 200);
+  t.equal(html.headers["x-content-type-options"], "nosniff");
+  t.match(html.headers["content-security-policy"], /(^|; )sandbox($|;)/, "sandboxed: no script, an opaque origin");
+  t.match(html.headers["content-security-policy"], /default-src 'none'/);
+  t.equal(html.headers["content-disposition"], `attachment; filename="page.html"; filename*=UTF-8''page.html`, "HTML is an attachment");
+  for (const [name, type] of [["p.svg", "image/svg+xml"], ["x.xml", "application/xml"], ["s.js", "text/javascript"], ["u.bin", "application/x-unknown"]] as const) {
+    t.match((await served(name, type)).headers["content-disposition"], /^attachment;/, `${type} is an attachment`);
+  }
+  const png = await served("plot.png", "image/png");
+  t.match(png.headers["content-disposition"], /^inline;/, "a PNG may be shown in place");
+  t.match(png.headers["content-security-policy"], /sandbox/, "still sandboxed");
+  const odd = await served("r\u00e9sum\u00e9 v1.txt", "text/plain");
+  t.equal(odd.headers["content-disposition"], `inline; filename="r_sum_ v1.txt"; filename*=UTF-8''${encodeURIComponent("r\u00e9sum\u00e9 v1.txt")}`, "the name: ASCII in filename, exact in filename*");
+  const ranged = await a.app.inject({ method: "GET", url: localPath((await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=up/page.html", headers: h })).json().data.downloadUrl), headers: { range: "bytes=0-3" } });
+  t.equal(ranged.statusCode, 206);
+  t.equal(ranged.headers["content-disposition"], html.headers["content-disposition"], "a range carries the same headers");
+});
+
 t.test("a client that disconnects mid-upload leaves no object and no temp file", async (t) => {
   const { a, h } = await setup();
   await a.app.listen({ port: 0, host: "127.0.0.1" });
