@@ -22,3 +22,6 @@ export const manifestKey = (run: { organization: string; workspace: string; outp
 export const stepLogKey = (run: { organization: string; workspace: string; outputFolder: string }, stepId: string) => `${workspaceRoot(run.organization, run.workspace)}${stepLogPath(run.outputFolder, stepId)}`;
 /** A step log's key from its run folder's key (`runRootKey`), as executors get it. */
 export const stepLogKeyIn = (runRoot: string, stepId: string) => `${runRoot}${LOGS_FOLDER}/${stepId}.log`;
+
+/** The claim that an embedded presigned PUT URL has been used (one per signature): a used URL is refused. */
+export const presignedPutClaimKey = (signature: string) => `_system/presigned-put-used/${signature}`;

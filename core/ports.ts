@@ -64,6 +64,8 @@ export interface PresignOptions {
   /** Seconds until the URL stops working. */
   expiresIn: number;
   contentType?: string;
+  /** PUT: the exact number of bytes the upload must carry (signed into the URL); another length is refused. */
+  size?: number;
   range?: ByteRange;
 }
 

@@ -108,7 +108,7 @@ export async function createUploadUrl(store: ObjectStore, ws: WorkspaceRecord, b
     throw new ApiError("payload_too_large", `size: a file takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB, the limit of one presigned PUT); larger uploads are not supported`, { field: "size" });
   }
   const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
-  const uploadUrl = await store.presignPut(storageKey, { expiresIn: UPLOAD_URL_SECONDS, ...(b.contentType ? { contentType: b.contentType } : {}) });
+  const uploadUrl = await store.presignPut(storageKey, { expiresIn: UPLOAD_URL_SECONDS, ...(b.contentType ? { contentType: b.contentType } : {}), ...(b.size !== undefined ? { size: b.size } : {}) });
   return { uploadUrl, fileKey: key, expiresIn: UPLOAD_URL_SECONDS, ...(b.contentType ? { contentType: b.contentType } : {}) };
 }
 

@@ -255,7 +255,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
     delete: del,
     describe,
     presignGet: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "GET", key: checked(key), expires: expires(o) }),
-    presignPut: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "PUT", key: checked(key), expires: expires(o), ...(o.contentType ? { contentType: o.contentType } : {}) }),
+    presignPut: async (key, o) => presignUrl(config.publicUrl, config.signingSecret, { method: "PUT", key: checked(key), expires: expires(o), ...(o.contentType ? { contentType: o.contentType } : {}), ...(o.size !== undefined ? { size: o.size } : {}) }),
     ping: async () => { await mkdir(objects, { recursive: true }); await stat(objects); },
     localPath: (key) => pathOf(key),
     version: () => generation,

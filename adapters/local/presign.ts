@@ -1,7 +1,8 @@
 /**
  * Presigned URLs for embedded mode: the api-server itself serves them, so they are
- * HMAC-SHA256 signatures over method, key, expiry and content type, checked in constant
- * time. A tampered or expired URL is refused (403); the secret never leaves the server.
+ * HMAC-SHA256 signatures over method, key, expiry, content type and (PUT) the exact size,
+ * checked in constant time. A tampered or expired URL is refused (403); the secret never
+ * leaves the server.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 
@@ -13,20 +14,23 @@ export interface PresignParams {
   /** Unix seconds. */
   expires: number;
   contentType?: string;
+  /** PUT: the exact size of the body. */
+  size?: number;
 }
 
 function signature(secret: string, p: PresignParams): string {
-  return createHmac("sha256", secret).update(`${p.method}\n${p.key}\n${p.expires}\n${p.contentType ?? ""}`).digest("hex");
+  return createHmac("sha256", secret).update(`${p.method}\n${p.key}\n${p.expires}\n${p.contentType ?? ""}\n${p.size ?? ""}`).digest("hex");
 }
 
 export function presignUrl(baseUrl: string, secret: string, p: PresignParams): string {
   const q = new URLSearchParams({ key: p.key, method: p.method, expires: String(p.expires) });
   if (p.contentType) q.set("content_type", p.contentType);
+  if (p.size !== undefined) q.set("size", String(p.size));
   q.set("signature", signature(secret, p));
   return `${baseUrl.replace(/\/+$/, "")}${PRESIGNED_PATH}?${q.toString()}`;
 }
 
-export type PresignCheck = { ok: true; key: string; contentType?: string } | { ok: false; reason: string };
+export type PresignCheck = { ok: true; key: string; signature: string; contentType?: string; size?: number } | { ok: false; reason: string };
 
 /** Checks a presigned request's query against the method it arrived with and the time now. */
 export function verifyPresigned(secret: string, method: string, query: Record<string, unknown>, nowMs: number): PresignCheck {
@@ -35,11 +39,12 @@ export function verifyPresigned(secret: string, method: string, query: Record<st
   const expires = Number(query.expires);
   const sig = query.signature;
   const contentType = typeof query.content_type === "string" ? query.content_type : undefined;
-  if (typeof key !== "string" || typeof sig !== "string" || typeof m !== "string" || !Number.isSafeInteger(expires)) return { ok: false, reason: "malformed presigned URL" };
+  const size = query.size === undefined ? undefined : typeof query.size === "string" && /^\d{1,15}$/.test(query.size) ? Number(query.size) : NaN;
+  if (typeof key !== "string" || typeof sig !== "string" || typeof m !== "string" || !Number.isSafeInteger(expires) || Number.isNaN(size)) return { ok: false, reason: "malformed presigned URL" };
   if (m !== method) return { ok: false, reason: `this URL is signed for ${m}, not ${method}` };
-  const expected = Buffer.from(signature(secret, { method: m as "GET" | "PUT", key, expires, ...(contentType ? { contentType } : {}) }), "hex");
+  const expected = Buffer.from(signature(secret, { method: m as "GET" | "PUT", key, expires, ...(contentType ? { contentType } : {}), ...(size !== undefined ? { size } : {}) }), "hex");
   const given = Buffer.from(/^[0-9a-f]{64}$/.test(sig) ? sig : "", "hex");
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: "signature does not match" };
   if (expires * 1000 < nowMs) return { ok: false, reason: "presigned URL has expired" };
-  return { ok: true, key, ...(contentType ? { contentType } : {}) };
+  return { ok: true, key, signature: sig, ...(contentType ? { contentType } : {}), ...(size !== undefined ? { size } : {}) };
 }

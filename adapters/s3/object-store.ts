@@ -372,12 +372,14 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
       return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), { expiresIn: options.expiresIn });
     },
 
-    // With a contentType, the uploader must send exactly that Content-Type (it is signed).
+    // With a contentType, the uploader must send exactly that Content-Type, and with a size
+    // exactly that Content-Length: both are signed, so S3 refuses anything else.
     async presignPut(key, options: PresignOptions) {
-      const command = new PutObjectCommand({ Bucket, Key: key, ContentType: options.contentType });
+      const command = new PutObjectCommand({ Bucket, Key: key, ContentType: options.contentType, ...(options.size !== undefined ? { ContentLength: options.size } : {}) });
+      const signed = [...(options.contentType !== undefined ? ["content-type"] : []), ...(options.size !== undefined ? ["content-length"] : [])];
       return getSignedUrl(client, command, {
         expiresIn: options.expiresIn,
-        ...(options.contentType !== undefined ? { signableHeaders: new Set(["content-type"]) } : {}),
+        ...(signed.length > 0 ? { signableHeaders: new Set(signed) } : {}),
       });
     },
 

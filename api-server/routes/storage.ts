@@ -5,11 +5,17 @@
  * sends carries userContentHeaders: a user's file never runs as a page on Operon's origin.
  */
 import type { FastifyInstance } from "fastify";
+import { Transform } from "node:stream";
+import { presignedPutClaimKey } from "../../core/layout.js";
 import { StoreError } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
 import { ApiError } from "../errors.js";
 import { sendObject, userContentHeaders } from "../byte-range.js";
 import { MAX_PRESIGNED_PUT_BYTES } from "./files.js";
+
+/** A body whose length is not the size the URL was issued for. */
+const wrongLength = (size: number, got: number) =>
+  new ApiError("invalid_request", `this upload URL takes exactly ${size} bytes (the size given to upload-url); the body has ${got > size ? "more" : got}`, { field: "size" });
 
 export async function storageRoutes(app: FastifyInstance): Promise<void> {
   const { store, config, clock } = app.operon.deps;
@@ -24,17 +30,39 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
 
+  // A presigned PUT is single-use and exact: the first request claims the URL (by its
+  // signature) before reading the body, a body of another length than the URL's declared size
+  // stores nothing, and a failed upload gives the claim back so the client may try again.
   app.put(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
     const r = check("PUT", req.query);
     const ctype = req.headers["content-type"];
     if (r.contentType && ctype !== r.contentType) throw new ApiError("forbidden", `this URL is signed for Content-Type ${r.contentType}`);
+    const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
+    if (r.size !== undefined && declared !== undefined && declared !== r.size) throw wrongLength(r.size, declared);
+    const claim = presignedPutClaimKey(r.signature);
     try {
-      const info = await store.put(r.key, req.raw, { maxBytes: MAX_PRESIGNED_PUT_BYTES, ...(ctype ? { contentType: ctype } : {}) });
+      await store.put(claim, "", { ifNoneMatch: "*" });
+    } catch (e) {
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new ApiError("conflict", "this upload URL has already been used: ask POST /v1/files/upload-url for a new one");
+      throw e;
+    }
+    let received = 0;
+    const body = r.size === undefined ? req.raw : req.raw.pipe(new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        received += chunk.length;
+        done(received > (r.size as number) ? wrongLength(r.size as number, received) : null, chunk);
+      },
+      flush(done) { done(received !== r.size ? wrongLength(r.size as number, received) : null); },
+    }));
+    if (body !== req.raw) req.raw.on("error", (e) => body.destroy(e));
+    try {
+      const info = await store.put(r.key, body, { maxBytes: r.size ?? MAX_PRESIGNED_PUT_BYTES, ...(ctype ? { contentType: ctype } : {}) });
       app.operon.metrics.uploadedBytes.inc({ via: "presigned" }, info.size);
       void reply.header("etag", `"${info.etag ?? ""}"`);
       return reply.status(200).send();
     } catch (e) {
-      if (e instanceof StoreError && e.code === "TooLarge") throw new ApiError("payload_too_large", `a presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes`);
+      await store.delete(claim).catch(() => undefined);
+      if (e instanceof StoreError && e.code === "TooLarge") throw r.size !== undefined ? wrongLength(r.size, received) : new ApiError("payload_too_large", `a presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes`);
       throw e;
     }
   });

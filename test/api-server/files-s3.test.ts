@@ -48,6 +48,8 @@ t.test("large-file flow with a real S3 presigned PUT", async (t) => {
   const { uploadUrl, fileKey } = s1.json().data as { uploadUrl: string; fileKey: string };
   const wrong = await fetch(uploadUrl, { method: "PUT", body, headers: { "content-type": "text/plain" } });
   t.equal(wrong.status, 403, "S3 refuses a PUT whose Content-Type differs from the signed one");
+  const longer = await fetch(uploadUrl, { method: "PUT", body: body + "more", headers: { "content-type": "application/octet-stream" } });
+  t.equal(longer.status, 403, "S3 refuses a body longer than the declared size (Content-Length is signed)");
   const put = await fetch(uploadUrl, { method: "PUT", body, headers: { "content-type": "application/octet-stream" } });
   t.equal(put.status, 200);
   const ok = await a.app.inject({ method: "POST", url: "/v1/files/upload-confirm", headers: h, payload: { file_key: fileKey, workspace_id: "ws1", size: body.length } });

@@ -242,6 +242,13 @@ t.test("large-file flow: upload-url → PUT → upload-confirm, and presigned UR
   t.equal(ok.statusCode, 200, ok.body);
   t.match(ok.json().data, { key: "bams/big.bam", size: 10, sha256: sha("0123456789") });
 
+  // Single use: the URL that stored the file cannot replace it, before or after the confirm.
+  const again = await a.app.inject({ method: "PUT", url: localPath(uploadUrl), headers: { "content-type": "application/octet-stream" }, payload: "9876543210" });
+  t.equal(again.statusCode, 409, "a used URL is refused");
+  t.match(again.json().message, /already been used/);
+  const listed = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=bams/", headers: h });
+  t.match(listed.json().data, [{ key: "bams/big.bam", size: 10, sha256: sha("0123456789") }], "the confirmed file is unchanged");
+
   const dl = await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=bams/big.bam", headers: h });
   a.clock.advance(3601_000);
   const expired = await a.app.inject({ method: "GET", url: localPath(dl.json().data.downloadUrl) });
@@ -279,6 +286,38 @@ t.test("a stored file never runs on Operon's origin: nosniff, a sandboxing CSP, 
   const ranged = await a.app.inject({ method: "GET", url: localPath((await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=ws1&key=up/page.html", headers: h })).json().data.downloadUrl), headers: { range: "bytes=0-3" } });
   t.equal(ranged.statusCode, 206);
   t.equal(ranged.headers["content-disposition"], html.headers["content-disposition"], "a range carries the same headers");
+});
+
+t.test("a presigned PUT carries exactly the declared size, and a failed one can be retried", async (t) => {
+  const { a, h } = await setup();
+  t.teardown(() => a.close());
+  const url = async (name: string, size: number) => localPath((await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { filename: name, workspace_id: "ws1", size } })).json().data.uploadUrl as string);
+  const put = (u: string, body: string | Buffer) => a.app.inject({ method: "PUT", url: u, headers: { "content-type": "application/octet-stream" }, payload: body });
+  const keys = async () => ((await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1", headers: h })).json().data as Array<{ key: string }>).map((f) => f.key);
+
+  // The reproduction: a URL issued for 5 bytes took 2,000,000.
+  const five = await url("five.txt", 5);
+  const big = await put(five, Buffer.alloc(2_000_000, 65));
+  t.equal(big.statusCode, 400, "a longer body is refused");
+  t.match(big.json(), { error: "invalid_request", message: /exactly 5 bytes/, details: { field: "size" } });
+  const short = await put(five, "abc");
+  t.equal(short.statusCode, 400, "a shorter body is refused");
+  t.match(short.json().message, /exactly 5 bytes .* has 3/);
+  t.notOk((await keys()).includes("five.txt"), "nothing stored");
+  const exact = await put(five, "hello");
+  t.equal(exact.statusCode, 200, "the same URL still takes the right body after refused attempts");
+  t.equal((await put(five, "hello")).statusCode, 409, "and only once");
+  t.equal((await a.app.inject({ method: "POST", url: "/v1/files/upload-confirm", headers: h, payload: { file_key: "five.txt", workspace_id: "ws1", filename: "five.txt", size: 5 } })).statusCode, 200);
+
+  // A length header that disagrees is refused before a byte is read (a streamed body with no size).
+  const lying = await a.app.inject({ method: "PUT", url: await url("lying.txt", 5), headers: { "content-type": "application/octet-stream", "content-length": "6" }, payload: "hello!" });
+  t.equal(lying.statusCode, 400);
+
+  // Without a declared size the URL still works once (up to the presigned limit).
+  const open = localPath((await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { filename: "open.txt", workspace_id: "ws1" } })).json().data.uploadUrl as string);
+  t.equal((await put(open, "any length")).statusCode, 200);
+  t.equal((await put(open, "again")).statusCode, 409, "single use without a size too");
+  t.notOk((await keys()).some((k) => k.startsWith("_system")), "the claims are not files");
 });
 
 t.test("a client that disconnects mid-upload leaves no object and no temp file", async (t) => {
