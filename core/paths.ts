@@ -57,10 +57,17 @@ const overSegmentLimit = (s: string): boolean => {
   return n > MAX_SEGMENT_BYTES;
 };
 
-/** Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. */
+/**
+ * Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. A path
+ * under `orgs/` is refused too: `orgs/…` always means a full storage key, which the fields
+ * that take one accept only for the caller's own workspace (engine/access.ts `fileKey`, which
+ * strips it first), so no folder inside a workspace can be named like one and one string
+ * never names two files (docs/security.md#one-meaning-of-a-workspace-path).
+ */
 export function normalizeWorkspacePath(input: string): PathResult {
   const n = normalizeRelativePath(input);
   if (n.ok && n.path.split("/", 1)[0] === "_system") return { ok: false, reason: "_system/ is reserved" };
+  if (n.ok && n.path.startsWith("orgs/")) return { ok: false, reason: "orgs/ names full storage keys: give the path inside the workspace, or this workspace's own full key where a file is named" };
   return n;
 }
 
