@@ -5,9 +5,9 @@
  * sends carries userContentHeaders: a user's file never runs as a page on Operon's origin.
  */
 import type { FastifyInstance } from "fastify";
-import { Transform } from "node:stream";
+import { Transform, pipeline } from "node:stream";
 import { presignedPutClaimKey } from "../../core/layout.js";
-import { StoreError } from "../../core/ports.js";
+import { StoreError, type ByteStream } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
 import { ApiError } from "../errors.js";
 import { sendObject, userContentHeaders } from "../byte-range.js";
@@ -47,14 +47,20 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
       throw e;
     }
     let received = 0;
-    const body = r.size === undefined ? req.raw : req.raw.pipe(new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        received += chunk.length;
-        done(received > (r.size as number) ? wrongLength(r.size as number, received) : null, chunk);
-      },
-      flush(done) { done(received !== r.size ? wrongLength(r.size as number, received) : null); },
-    }));
-    if (body !== req.raw) req.raw.on("error", (e) => body.destroy(e));
+    let body: ByteStream = req.raw;
+    if (r.size !== undefined) {
+      const size = r.size;
+      const counted = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          received += chunk.length;
+          done(received > size ? wrongLength(size, received) : null, chunk);
+        },
+        flush(done) { done(received !== size ? wrongLength(size, received) : null); },
+      });
+      // pipeline, not pipe: a client that goes away mid-body fails the upload (premature close).
+      pipeline(req.raw, counted, () => undefined);
+      body = counted;
+    }
     try {
       const info = await store.put(r.key, body, { maxBytes: r.size ?? MAX_PRESIGNED_PUT_BYTES, ...(ctype ? { contentType: ctype } : {}) });
       app.operon.metrics.uploadedBytes.inc({ via: "presigned" }, info.size);

@@ -340,6 +340,26 @@ t.test("a client that disconnects mid-upload leaves no object and no temp file",
   t.same(tree(a.dir).filter((p) => p.startsWith("objects/orgs") || p.startsWith("tmp/")), [], "nothing stored, no temp file");
 });
 
+t.test("a presigned PUT cut off mid-body stores nothing, and its URL can be used again", async (t) => {
+  const { a, h } = await setup();
+  await a.app.listen({ port: 0, host: "127.0.0.1" });
+  t.teardown(() => a.close());
+  const { port } = a.app.server.address() as AddressInfo;
+  const size = 4 * 1024 * 1024;
+  const u = new URL((await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: h, payload: { filename: "cut.bin", workspace_id: "ws1", size } })).json().data.uploadUrl as string);
+  await new Promise<void>((resolve) => {
+    const req = request({ host: "127.0.0.1", port, method: "PUT", path: u.pathname + u.search, headers: { "content-type": "application/octet-stream", "content-length": size } });
+    req.on("error", () => undefined);
+    req.write(Buffer.alloc(256 * 1024, 7));
+    setTimeout(() => { req.destroy(); resolve(); }, 200);
+  });
+  const leftovers = () => tree(a.dir).filter((p) => p.startsWith("objects/orgs") || p.startsWith("tmp/") || p.includes("presigned-put-used"));
+  for (let i = 0; i < 30 && leftovers().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+  t.same(leftovers(), [], "no object, no temp file, and the claim given back");
+  const retry = await a.app.inject({ method: "PUT", url: u.pathname + u.search, headers: { "content-type": "application/octet-stream" }, payload: Buffer.alloc(size, 7) });
+  t.equal(retry.statusCode, 200, "the same URL takes the whole body");
+});
+
 t.test("graceful shutdown lets an in-flight upload finish", async (t) => {
   const { a } = await setup();
   await a.app.listen({ port: 0, host: "127.0.0.1" });
