@@ -42,7 +42,7 @@ const SHOWN_IN_PLACE = new Set(["image/png", "image/jpeg", "image/gif", "image/w
  * `Content-Disposition: attachment` unless the type is a passive one a browser may show.
  * The file name is the key's last segment, ASCII-only in `filename` and exact in `filename*`.
  */
-export function userContentHeaders(key: string, contentType: string | undefined): Record<string, string> {
+function userContentHeaders(key: string, contentType: string | undefined): Record<string, string> {
   const name = key.slice(key.lastIndexOf("/") + 1);
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
   const type = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
@@ -54,8 +54,11 @@ export function userContentHeaders(key: string, contentType: string | undefined)
   };
 }
 
-/** Sends `key` (or the requested range of it); `headers` are added to a successful answer. */
-export async function sendObject(reply: FastifyReply, store: ObjectStore, key: string, rangeHeader: string | undefined, opts: { contentType?: string; headers?: Record<string, string> } = {}): Promise<FastifyReply> {
+/**
+ * Sends `key` (or the requested range of it); `headers` are added to a successful answer, and
+ * with `userContent` the userContentHeaders of the type it is served as.
+ */
+export async function sendObject(reply: FastifyReply, store: ObjectStore, key: string, rangeHeader: string | undefined, opts: { contentType?: string; headers?: Record<string, string>; userContent?: boolean } = {}): Promise<FastifyReply> {
   const range = parseRange(rangeHeader);
   if (range === "invalid") throw new ApiError("range_not_satisfiable", "Range must be bytes=START-[END] or bytes=-LENGTH");
   try {
@@ -67,8 +70,9 @@ export async function sendObject(reply: FastifyReply, store: ObjectStore, key: s
       if (!wanted) throw new ApiError("range_not_satisfiable", `bytes=-${range.suffix} selects nothing of a ${info.size}-byte object`);
     } else wanted = range;
     const got = await store.get(key, wanted);
-    void reply.header("accept-ranges", "bytes").type(opts.contentType ?? got.info.contentType ?? "application/octet-stream");
-    for (const [k, v] of Object.entries(opts.headers ?? {})) void reply.header(k, v);
+    const type = opts.contentType ?? got.info.contentType ?? "application/octet-stream";
+    void reply.header("accept-ranges", "bytes").type(type);
+    for (const [k, v] of Object.entries({ ...opts.headers, ...(opts.userContent ? userContentHeaders(key, type) : {}) })) void reply.header(k, v);
     if (got.info.sha256) void reply.header("etag", `"${got.info.sha256}"`);
     if (got.range) {
       void reply.status(206).header("content-range", `bytes ${got.range.start}-${got.range.end}/${got.range.total}`).header("content-length", got.range.end - got.range.start + 1);

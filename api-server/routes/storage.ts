@@ -10,7 +10,7 @@ import { presignedPutClaimKey } from "../../core/layout.js";
 import { StoreError, type ByteStream } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
 import { ApiError } from "../errors.js";
-import { sendObject, userContentHeaders } from "../byte-range.js";
+import { sendObject } from "../byte-range.js";
 import { MAX_PRESIGNED_PUT_BYTES } from "./files.js";
 
 /** A body whose length is not the size the URL was issued for. */
@@ -76,8 +76,6 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.get(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
     const r = check("GET", req.query);
     // The stored type is the uploader's word: it is served, but never as something that runs here.
-    const info = await store.head(r.key);
-    if (!info) throw new ApiError("not_found", "object not found");
-    return sendObject(reply, store, r.key, req.headers.range, { headers: userContentHeaders(r.key, info.contentType) });
+    return sendObject(reply, store, r.key, req.headers.range, { userContent: true });
   });
 }

@@ -21,7 +21,7 @@ import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type PreparedVi
 import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
 import { ApiError } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
-import { sendObject, userContentHeaders } from "../byte-range.js";
+import { sendObject } from "../byte-range.js";
 import { verifyGrant } from "../../engine/viewer-token.js";
 import { createViewerLink } from "../../engine/viewer-links.js";
 import { requireAuth, workspaceId } from "./common.js";
@@ -214,7 +214,7 @@ ${scripts}
     if (!key) throw new ApiError("not_found", "no such data for this link");
     const maxAge = Math.max(0, Math.min(3600, grant.exp - Math.floor(clock.now() / 1000)));
     const text = /\.(fa|fasta|fna|fai)$/i.test(key) || (view.kind === "structure") || (view.kind === "variant" && !view.track?.indexed);
-    return sendObject(reply, store, key, req.headers.range, { contentType: text ? "text/plain; charset=utf-8" : "application/octet-stream", headers: { "cache-control": `private, max-age=${maxAge}`, ...userContentHeaders(key, text ? "text/plain" : "application/octet-stream") } });
+    return sendObject(reply, store, key, req.headers.range, { contentType: text ? "text/plain; charset=utf-8" : "application/octet-stream", headers: { "cache-control": `private, max-age=${maxAge}` }, userContent: true });
   });
 
   r.get("/view/:token/chrom.sizes", { config: { scope: "public" }, schema: { hide: true, params: z.object({ token: z.string().max(8192) }) } }, async (req, reply) => {
