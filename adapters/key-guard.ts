@@ -25,6 +25,7 @@ export function guardKeys(store: ObjectStore): ObjectStore {
     presignGet: async (key, options) => store.presignGet(checkedKey(key), options),
     presignPut: async (key, options) => store.presignPut(checkedKey(key), options),
     ping: () => store.ping(),
+    ...(store.reusablePresignedPuts ? { reusablePresignedPuts: true } : {}),
   };
   const { version, localPath } = store;
   if (version) guarded.version = () => version.call(store);

@@ -24,4 +24,16 @@ export const stepLogKey = (run: { organization: string; workspace: string; outpu
 export const stepLogKeyIn = (runRoot: string, stepId: string) => `${runRoot}${LOGS_FOLDER}/${stepId}.log`;
 
 /** The claim that an embedded presigned PUT URL has been used (one per signature): a used URL is refused. */
-export const presignedPutClaimKey = (signature: string) => `_system/presigned-put-used/${signature}`;
+export const PRESIGNED_PUT_CLAIMS_PREFIX = "_system/presigned-put-used/";
+export const presignedPutClaimKey = (signature: string) => `${PRESIGNED_PUT_CLAIMS_PREFIX}${signature}`;
+
+/**
+ * Presigned uploads to a store whose URLs could write again until they expire (S3): each URL
+ * writes its own staging key, `_system/uploads/<org>/<ws>/<sha256 of the file's storage key>/<id>`,
+ * and upload-confirm turns the newest staged upload into the file. `<id>` is the URL's expiry
+ * (Unix seconds, 12 digits) and a random part; `<id>.used` marks an upload as confirmed (or
+ * discarded), so what its URL writes afterwards is never confirmed.
+ */
+export const UPLOADS_PREFIX = "_system/uploads/";
+export const stagedUploadPrefix = (organization: string, workspace: string, storageKeyHash: string) => `${UPLOADS_PREFIX}${organization}/${workspace}/${storageKeyHash}/`;
+export const USED_UPLOAD_SUFFIX = ".used";

@@ -87,6 +87,13 @@ export interface ObjectStore {
   /** Liveness of the backing store, for /readyz. */
   ping(): Promise<void>;
   /**
+   * Optional: true when a presigned PUT URL can write its key again and again until it
+   * expires (S3 checks only the signature). Upload URLs of such a store then write a staging
+   * key of their own, which only upload-confirm turns into the file (engine/file-service.ts);
+   * the local store's URLs are single-use already (the api-server claims each one).
+   */
+  readonly reusablePresignedPuts?: boolean;
+  /**
    * Optional: a number that changes whenever this store writes or deletes anything, for
    * stores that own their data (the local one). Lets callers cache listings safely.
    */

@@ -248,6 +248,10 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
   }
 
   const store: ObjectStore = {
+    // A presigned PUT URL writes its key as often as it is used until it expires: upload URLs
+    // therefore write staging keys that only upload-confirm turns into files.
+    reusablePresignedPuts: true,
+
     async put(key, body, options = {}) {
       try {
         if (typeof body === "string") return await putBytes(key, Buffer.from(body, "utf8"), options);

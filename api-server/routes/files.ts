@@ -3,14 +3,13 @@
  * memory), presigned download, delete, and the three-step large-file flow (upload-url →
  * PUT → upload-confirm). Every key is resolved inside the caller's workspace or refused.
  */
-import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
 import fastJson from "fast-json-stringify";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { StoreError, type ObjectInfo } from "../../core/ports.js";
-import { createUploadUrl, downloadLink, existingFile as existing, fileName, fileView, folder, listFiles, listingRange } from "../../engine/file-service.js";
+import { confirmUpload, createUploadUrl, downloadLink, existingFile as existing, fileName, fileView, folder, listFiles, listingRange, sweepUploads } from "../../engine/file-service.js";
 import { ApiError, badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { WorkspaceRecord } from "../../engine/service-store.js";
@@ -61,8 +60,19 @@ const fileListJson = fastJson({
 
 export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: number }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { store } = app.operon.deps;
+  const { store, clock } = app.operon.deps;
   const config = { scope: "files" as const };
+  // What spent upload URLs leave behind is swept lazily: by an upload-url request, at most
+  // once an hour per api-server, in the background (awaited on close).
+  let nextSweep = 0;
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const maybeSweep = () => {
+    const now = clock.now();
+    if (now < nextSweep) return;
+    nextSweep = now + 3600_000;
+    sweeping = sweepUploads(store, now).catch((e: unknown) => { app.log.warn({ err: e }, "sweeping spent upload URLs failed"); });
+  };
+  app.addHook("onClose", async () => { await sweeping; });
   const tooLarge = () => new ApiError("payload_too_large", `uploads through this endpoint are limited to ${opts.maxUploadBytes} bytes; use POST /v1/files/upload-url for larger files`);
 
   await app.register(multipart, {
@@ -234,7 +244,9 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   }, async (req) => {
     const b = req.body;
     const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
-    return { data: await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType: b.content_type ?? b.contentType, size: b.size }) };
+    const data = await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType: b.content_type ?? b.contentType, size: b.size }, clock.now());
+    maybeSweep();
+    return { data };
   });
 
   r.post("/v1/files/upload-confirm", {
@@ -256,19 +268,6 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     const given = b.file_key ?? b.fileKey;
     if (!given) throw badRequest("file_key", "is required");
     const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
-    const { key, storageKey } = fileKey(ws, "file_key", given);
-    let info = await store.head(storageKey);
-    if (!info) throw new ApiError("conflict", `nothing was uploaded to ${JSON.stringify(key)}; PUT the bytes to the uploadUrl first`);
-    if (b.size !== undefined && info.size !== b.size) {
-      throw new ApiError("conflict", `uploaded object has ${info.size} bytes, not the ${b.size} announced`, { expected_size: b.size, actual_size: info.size });
-    }
-    if (!info.sha256) {
-      // Objects PUT directly to storage carry no checksum yet: compute it once, here.
-      const { body } = await store.get(storageKey);
-      const h = createHash("sha256");
-      for await (const c of body) h.update(c);
-      info = await store.describe(storageKey, { sha256: h.digest("hex"), ...(info.contentType ? { contentType: info.contentType } : {}), ...(info.metadata ? { metadata: info.metadata } : {}) });
-    }
-    return { data: fileView(ws, info) };
+    return { data: await confirmUpload(store, ws, given, b.size) };
   });
 }

@@ -85,15 +85,21 @@ const PAGE_SCRIPTS: Record<string, string[]> = {
 /**
  * Pages may load only from this server: no other origin for scripts, data, fonts or images
  * (a viewer library that tried would be blocked, and the tests would see the console error).
+ * No page may evaluate strings as code (no `'unsafe-eval'`): neither igv.js nor 3Dmol.js
+ * needs it (3Dmol's only `eval` turns a callback given as a string into a function, and the
+ * structure page passes functions). The alignment page alone may compile WebAssembly
+ * (`'wasm-unsafe-eval'`): igv.js decodes CRAM's rANS, arithmetic, bzip2 and lzma blocks with
+ * htscodecs and xz built to WebAssembly.
  */
-const CSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'none'";
+const cspWith = (script: string) => `default-src 'self'; script-src ${script}; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'none'`;
+const CSP = cspWith("'self'");
+const PAGE_CSP: Record<string, string> = { alignment: cspWith("'self' 'wasm-unsafe-eval'") };
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const jsonForScript = (v: unknown) => JSON.stringify(v).replace(/</g, "\\u003c");
 
-
-function pageHeaders(reply: FastifyReply): FastifyReply {
-  return reply.header("content-security-policy", CSP).header("x-content-type-options", "nosniff").header("referrer-policy", "no-referrer").header("cache-control", "private, no-store");
+function pageHeaders(reply: FastifyReply, kind?: string): FastifyReply {
+  return reply.header("content-security-policy", PAGE_CSP[kind ?? ""] ?? CSP).header("x-content-type-options", "nosniff").header("referrer-policy", "no-referrer").header("cache-control", "private, no-store");
 }
 
 /** A small page for a link that cannot be shown: expired, altered, or its file gone. */
@@ -176,7 +182,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     const page = { kind, name, path: grant.k, size: info.size, format: grant.f, expiresAt: new Date(grant.exp * 1000).toISOString(), region: grant.g ?? null, reference: grant.r ?? null };
     if (!assets.has("common.js")) return problemPage(reply, 503, "Viewers are not installed", "This Operon server was installed without its viewer pages (web/viewers/).");
     const scripts = (PAGE_SCRIPTS[kind] ?? []).map((s) => `<script src="assets/${s}"></script>`).join("");
-    return pageHeaders(reply).type("text/html; charset=utf-8").send(`<!doctype html>
+    return pageHeaders(reply, kind).type("text/html; charset=utf-8").send(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(name)} — Operon viewer</title><link rel="icon" href="data:,"><link rel="stylesheet" href="assets/viewer.css"></head>
 <body data-kind="${kind}">

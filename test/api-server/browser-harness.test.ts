@@ -1,6 +1,7 @@
 // The browser harness the viewer tests stand on (test/support/browser.ts), checked against a
 // tiny page served from 127.0.0.1: every request is recorded (a foreign one too), console
-// and page errors are captured, a drawn 2D canvas and a drawn WebGL canvas read as non-blank
+// and page errors are captured, CSP violations are recorded (even a caught eval, which logs
+// no console error), a drawn 2D canvas and a drawn WebGL canvas read as non-blank
 // while an untouched one reads as blank, and screenshots land in .tap/screenshots/.
 import t from "tap";
 import { createServer, type Server } from "node:http";
@@ -67,6 +68,12 @@ window.operonViewer = { kind: "self-test", ready: false, counts: {} };
 setTimeout(() => { window.operonViewer.error = "could not load"; throw new Error("deliberate page error"); }, 10);
 </script></body></html>`;
 
+// Under `script-src 'self'`: an eval and a WebAssembly compile, both caught by the page.
+const strict = `<!doctype html><html><body><script src="/strict.js"></script></body></html>`;
+const strictJs = `window.operonViewer = { kind: "self-test", ready: false, counts: {} };
+try { eval("1"); } catch (e) { window.operonViewer.evalError = String(e); }
+WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])).catch(() => undefined).then(() => { window.operonViewer.ready = true; });`;
+
 async function listen(server: Server, host: string): Promise<string> {
   await new Promise<void>((r) => server.listen(0, host, r));
   return `http://${host}:${(server.address() as AddressInfo).port}`;
@@ -82,6 +89,8 @@ async function serve(): Promise<{ servers: Server[]; origin: string; pixelUrl: s
   const server = createServer((req, res) => {
     if (req.url === "/") { res.writeHead(200, { "content-type": "text/html; charset=utf-8" }); res.end(page); return; }
     if (req.url === "/broken") { res.writeHead(200, { "content-type": "text/html; charset=utf-8" }); res.end(broken); return; }
+    if (req.url === "/strict") { res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": "script-src 'self'" }); res.end(strict); return; }
+    if (req.url === "/strict.js") { res.writeHead(200, { "content-type": "text/javascript" }); res.end(strictJs); return; }
     if (req.url === "/data.json") { res.writeHead(200, { "content-type": "application/json" }); res.end(DATA); return; }
     res.writeHead(404); res.end();
   });
@@ -180,6 +189,7 @@ t.test("the harness records requests, errors and canvases in real Chromium", { s
 
   t.ok(rec.consoleErrors.some((m) => m.includes("deliberate console error")), "console.error captured");
   t.strictSame(rec.pageErrors, [], "no uncaught errors");
+  t.strictSame(rec.cspViolations, [], "no CSP violation on a page without a policy");
 
   const all = await canvasNonBlank(rec.page, "canvas");
   t.equal(all.total, 3);
@@ -216,6 +226,13 @@ t.test("the harness records requests, errors and canvases in real Chromium", { s
   t.ok(bad.pageErrors.some((e) => e.includes("deliberate page error")), "uncaught page error captured");
   t.strictSame(bad.foreignRequests(origin), [], "no foreign requests");
   await bad.close();
+
+  const strictPage = await openPage(b.browser, `${origin}/strict`);
+  const strictState = await waitForViewer(strictPage.page, 10_000);
+  t.match(String(strictState["evalError"]), /EvalError/, "the eval was refused");
+  t.strictSame(strictPage.cspViolations, ["script-src eval", "script-src wasm-eval"], "both violations recorded");
+  t.strictSame(strictPage.consoleErrors, [], "a caught eval logs no console error: only the event tells");
+  await strictPage.close();
 
   const never = await openPage(b.browser, "data:text/html,<p>no viewer</p>");
   await t.rejects(waitForViewer(never.page, 300), /viewer not ready after 300 ms \(window.operonViewer = null\)/);

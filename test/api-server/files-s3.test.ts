@@ -138,3 +138,81 @@ t.test("viewer links on S3: bytes proxied by the api-server with Range; conversi
   const listed = await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=ws1&prefix=calls/", headers: h });
   t.same(listed.json().data.map((f: { key: string }) => f.key).sort(), ["calls/t.bcf", "calls/t.vcf"]);
 });
+
+t.test("a presigned PUT on S3 sets the file once: staged until confirmed, never again after (issue 28)", async (t) => {
+  const { sweepUploads, UPLOAD_URL_SECONDS, STAGED_UPLOAD_GRACE_SECONDS } = await import("../../engine/file-service.js");
+  await a.service.createWorkspace("acme", "once");
+  const hk = { authorization: `Bearer ${await a.key("acme", ["files"], ["once"])}` };
+  const octet = { "content-type": "application/octet-stream" };
+  const uploadUrl = async (filename: string, size?: number) => {
+    const r = await a.app.inject({ method: "POST", url: "/v1/files/upload-url", headers: hk, payload: { filename, workspace_id: "once", ...(size !== undefined ? { size } : {}) } });
+    t.equal(r.statusCode, 200, r.body);
+    return r.json().data as { uploadUrl: string; fileKey: string };
+  };
+  const confirm = (fileKey: string, size?: number) => a.app.inject({ method: "POST", url: "/v1/files/upload-confirm", headers: hk, payload: { file_key: fileKey, workspace_id: "once", ...(size !== undefined ? { size } : {}) } });
+  const listing = async () => ((await a.app.inject({ method: "GET", url: "/v1/files?workspace_id=once", headers: hk })).json().data as Array<{ key: string; size: number; sha256: string | null }>).map((f) => ({ key: f.key, size: f.size, sha256: f.sha256 }));
+  const staging = async () => (await store.list("_system/uploads/acme/once/", { limit: 1000 })).items.map((i) => i.key);
+
+  // The reproduction: a URL for 5 bytes, used, confirmed, then used again with 2,000,000.
+  const five = await uploadUrl("five.txt", 5);
+  t.ok(new URL(five.uploadUrl).pathname.includes("/_system/uploads/acme/once/"), "the URL writes a staging key of its own");
+  const early = await confirm(five.fileKey, 5);
+  t.equal(early.statusCode, 409, "confirm before any upload");
+  t.match(early.json(), { error: "conflict", message: /file_key: nothing was uploaded to "five.txt"/, details: { field: "file_key" } });
+  t.equal((await fetch(five.uploadUrl, { method: "PUT", body: "abc", headers: octet })).status, 403, "a shorter body is refused by S3 (Content-Length is signed)");
+  t.equal((await fetch(five.uploadUrl, { method: "PUT", body: "hello", headers: octet })).status, 200);
+  t.same(await listing(), [], "not a file before the confirm");
+  const ok = await confirm(five.fileKey, 5);
+  t.equal(ok.statusCode, 200, ok.body);
+  t.match(ok.json().data, { key: "five.txt", size: 5, sha256: sha("hello"), content_type: "application/octet-stream" });
+  const confirmed = [{ key: "five.txt", size: 5, sha256: sha("hello") }];
+  t.same(await listing(), confirmed);
+  const big = await fetch(five.uploadUrl, { method: "PUT", body: Buffer.alloc(2_000_000, 65), headers: octet });
+  t.equal(big.status, 403, "2,000,000 bytes to the 5-byte URL: refused");
+  // S3 itself cannot refuse a second PUT of the right length (that would need a header the
+  // client does not send): it lands in the URL's staging key, and is never confirmed.
+  t.equal((await fetch(five.uploadUrl, { method: "PUT", body: "HELLO", headers: octet })).status, 200, "S3 takes the bytes into staging");
+  const again = await confirm(five.fileKey, 5);
+  t.equal(again.statusCode, 409, "a used URL's later upload is refused at confirm");
+  t.match(again.json(), { error: "conflict", message: /file_key: .*sets a file once/, details: { field: "file_key" } });
+  t.same(await listing(), confirmed, "the confirmed file is unchanged");
+  t.equal(await (await fetch((await a.app.inject({ method: "GET", url: "/v1/files/download?workspace_id=once&key=five.txt", headers: hk })).json().data.downloadUrl)).text(), "hello");
+
+  // Two URLs for one file, both used: the confirm takes the newest upload and spends the other.
+  const first = await uploadUrl("two.txt");
+  const second = await uploadUrl("two.txt");
+  t.equal((await fetch(first.uploadUrl, { method: "PUT", body: "first", headers: octet })).status, 200);
+  await new Promise((r) => setTimeout(r, 1100)); // S3's Last-Modified has one-second resolution
+  t.equal((await fetch(second.uploadUrl, { method: "PUT", body: "second!", headers: octet })).status, 200);
+  const two = await confirm("two.txt");
+  t.equal(two.statusCode, 200, two.body);
+  t.match(two.json().data, { size: 7, sha256: sha("second!") });
+  const repeat = await confirm("two.txt", 7);
+  t.equal(repeat.statusCode, 200, "confirming a confirmed file again answers the file");
+  t.equal(repeat.json().data.sha256, sha("second!"));
+  t.equal((await fetch(first.uploadUrl, { method: "PUT", body: "first", headers: octet })).status, 200);
+  t.equal((await confirm("two.txt")).statusCode, 409, "the older URL was spent by the confirm");
+  t.equal((await listing()).find((f) => f.key === "two.txt")?.sha256, sha("second!"));
+
+  // Before its confirm, a URL used twice leaves the later bytes (the size is still exact).
+  const twice = await uploadUrl("twice.txt", 3);
+  t.equal((await fetch(twice.uploadUrl, { method: "PUT", body: "one", headers: octet })).status, 200);
+  t.equal((await fetch(twice.uploadUrl, { method: "PUT", body: "two", headers: octet })).status, 200);
+  t.match((await confirm("twice.txt", 3)).json().data, { size: 3, sha256: sha("two") });
+
+  // A confirm that fails (wrong size) consumes nothing.
+  const sized = await uploadUrl("sized.txt");
+  t.equal((await fetch(sized.uploadUrl, { method: "PUT", body: "1234", headers: octet })).status, 200);
+  t.equal((await confirm("sized.txt", 5)).statusCode, 409, "size differs");
+  t.equal((await confirm("sized.txt", 4)).statusCode, 200, "then the right size confirms");
+
+  // The sweep: nothing before the URLs expired plus the grace period, everything after.
+  t.ok((await staging()).length > 0, "leftovers of used URLs are in staging");
+  t.notOk((await listing()).some((f) => f.key.includes("_system")), "staging is never listed");
+  const now = Date.now();
+  t.equal(await sweepUploads(store, now), 0, "nothing swept while the URLs may still be used or confirmed");
+  const later = now + (UPLOAD_URL_SECONDS + STAGED_UPLOAD_GRACE_SECONDS + 60) * 1000;
+  t.ok(await sweepUploads(store, later) > 0);
+  t.same(await staging(), [], "staged uploads and their marks are gone");
+  t.same((await listing()).map((f) => f.key).sort(), ["five.txt", "sized.txt", "twice.txt", "two.txt"], "files are untouched");
+});

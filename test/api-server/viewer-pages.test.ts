@@ -2,10 +2,11 @@
 /**
  * The viewer pages in a real browser (Debian's Chromium through playwright-core), on real
  * files: the nf-core SARS-CoV-2 test VCF, the lambda phage genome Debian ships, a BAM and a
- * VCF made by the built-in variant-calling pipeline from wgsim reads, a PDB entry (1A1P) and
- * its mmCIF, a DESeq2-style table. Each page must draw (canvas non-blank; the counts the
- * viewer itself reports match what samtools/bcftools say), load nothing from any host but
- * the server, log no console error, and leave a screenshot under .tap/screenshots/.
+ * VCF made by the built-in variant-calling pipeline from wgsim reads (and the BAM as CRAM), a
+ * PDB entry (1A1P) and its mmCIF, a DESeq2-style table. Each page must draw (canvas
+ * non-blank; the counts the viewer itself reports match what samtools/bcftools say), load
+ * nothing from any host but the server, log no console error, run under a policy without
+ * `'unsafe-eval'` with no CSP violation, and leave a screenshot under .tap/screenshots/.
  */
 import t, { type Test } from "tap";
 import { execFileSync } from "node:child_process";
@@ -70,6 +71,9 @@ if (missing) {
   /** Opens a link, waits for its viewer, checks the rules every page shares, saves a screenshot. */
   async function view(tt: Test, name: string, body: Record<string, unknown>, opts: { viewport?: { width: number; height: number }; isMobile?: boolean } = {}) {
     const url = await viewerUrl(body);
+    const csp = (await a.app.inject({ method: "GET", url: new URL(url).pathname })).headers["content-security-policy"] as string;
+    tt.match(csp, /script-src 'self'/, `${name}: scripts from the server only`);
+    tt.notMatch(csp, /'unsafe-eval'/, `${name}: no 'unsafe-eval'`);
     const rec: PageRecord = await openPage(browser.browser, url, opts);
     tt.teardown(() => rec.close());
     const state = await waitForViewer(rec.page, 120_000);
@@ -78,6 +82,7 @@ if (missing) {
     tt.ok(rec.requests.length > 3, `${name}: requests were recorded (${rec.requests.length})`);
     tt.same(rec.consoleErrors, [], `${name}: no console error`);
     tt.same(rec.pageErrors, [], `${name}: no page error`);
+    tt.same(rec.cspViolations, [], `${name}: no CSP violation`);
     const header = await rec.page.locator("header .name").textContent();
     tt.equal(header, (body.file_path as string).split("/").pop(), `${name}: the page names the file`);
     tt.match(await rec.page.locator("header .expiry").textContent(), /link expires/);
@@ -113,6 +118,34 @@ if (missing) {
     tt.ok(expected > 0, `reads in ${region}: ${expected}`);
     tt.equal(state.counts.alignments, expected, "igv.js loaded the alignments samtools counts in the locus");
     tt.ok((await canvasNonBlank(rec.page, "#igv canvas:visible")).nonBlank >= 3, "coverage, alignments and sequence drew");
+  });
+
+  t.test("alignments: a CRAM (rANS-coded blocks) with its reference, WebAssembly allowed on this page only", async (tt) => {
+    const cram = join(dir, "lambda.cram");
+    execFileSync("samtools", ["view", "-C", "-T", join(dir, "lambda.fa"), "-o", cram, local(bamKey)]);
+    await a.store.put(ws("aln/lambda.cram"), readFileSync(cram));
+    const region = "gi|9626243|ref|NC_001416.1|:20001-20400";
+    const body = { file_path: "aln/lambda.cram", reference: "ref/lambda.fa", region };
+    const { rec, state } = await view(tt, "alignment-cram", body);
+    const csp = (await a.app.inject({ method: "GET", url: new URL(await viewerUrl(body)).pathname })).headers["content-security-policy"] as string;
+    tt.match(csp, /script-src 'self' 'wasm-unsafe-eval';/, "the alignment page may compile WebAssembly");
+    const expected = Number(execFileSync("samtools", ["view", "-c", "-F", "0x604", local(bamKey), region]).toString().trim());
+    tt.ok(expected > 0, `reads in ${region}: ${expected}`);
+    tt.equal(state.counts.alignments, expected, "igv.js decoded the CRAM's alignments samtools counts");
+    tt.ok((await canvasNonBlank(rec.page, "#igv canvas:visible")).nonBlank >= 3);
+
+    // The same page under `script-src 'self'`: igv.js cannot compile its CRAM decoders.
+    const strict = await openPage(browser.browser, await viewerUrl(body), {
+      beforeNavigation: (page) => page.route(/\/view\/[^/]+$/, async (route) => {
+        const res = await route.fetch();
+        await route.fulfill({ response: res, headers: { ...res.headers(), "content-security-policy": csp.replace(" 'wasm-unsafe-eval'", "") } });
+      }),
+    });
+    tt.teardown(() => strict.close());
+    const failed = await waitForViewer(strict.page, 60_000).catch((e: Error) => ({ error: e.message, counts: {} as Record<string, number> }));
+    await until("the violation", async () => strict.cspViolations.length > 0 || undefined, 30_000, 100).catch(() => undefined);
+    tt.ok(strict.cspViolations.includes("script-src wasm-eval"), `without it the WebAssembly compile is refused (${JSON.stringify(strict.cspViolations)})`);
+    tt.not(failed.counts.alignments, expected, `and the alignments are not shown (${failed.error ?? JSON.stringify(failed.counts)})`);
   });
 
   t.test("sequence: a FASTA without .fai (built on the server) with its sequence picker", async (tt) => {

@@ -1,10 +1,12 @@
 /**
  * Driving real Chromium in tests (the viewer pages): Debian's /usr/bin/chromium through
  * playwright-core, never a downloaded browser. Records every request a page makes (with the
- * bytes that crossed the wire, from the CDP Network domain), console errors and uncaught page
- * errors; waits for our viewer pages' `window.operonViewer` handshake; takes screenshots into
- * .tap/screenshots/; and tells a drawn canvas from a blank one by decoding an element
- * screenshot (works for 2D and WebGL canvases alike, whatever `preserveDrawingBuffer` is).
+ * bytes that crossed the wire, from the CDP Network domain), console errors, uncaught page
+ * errors and Content-Security-Policy violations (the document's `securitypolicyviolation`
+ * events: a blocked eval, script, connection or image); waits for our viewer pages'
+ * `window.operonViewer` handshake; takes screenshots into .tap/screenshots/; and tells a
+ * drawn canvas from a blank one by decoding an element screenshot (works for 2D and WebGL
+ * canvases alike, whatever `preserveDrawingBuffer` is).
  */
 import { accessSync, constants, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -80,6 +82,8 @@ export interface PageRecord {
   requests: RecordedRequest[];
   consoleErrors: string[];
   pageErrors: string[];
+  /** Each `securitypolicyviolation` the document saw: `<directive> <blocked URI or "eval"/"inline"/"wasm-eval">`. */
+  cspViolations: string[];
   /** URLs of requests to any origin other than `origin` (data:, blob: and about: URLs excluded). */
   foreignRequests(origin: string): string[];
   /** Sum of encodedDataLength over every finished request of the page: what crossed the wire. */
@@ -94,6 +98,8 @@ export interface OpenPageOptions {
   /** When `goto` resolves; default "load". */
   waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
   timeoutMs?: number;
+  /** Called with the new page before it navigates (to install `page.route` handlers). */
+  beforeNavigation?: (page: Page) => Promise<unknown>;
 }
 
 const localSchemes = new Set(["data:", "blob:", "about:", "chrome-error:"]);
@@ -114,6 +120,7 @@ export async function openPage(browser: Browser, url: string, opts: OpenPageOpti
   const requests: RecordedRequest[] = [];
   const consoleErrors: string[] = [];
   const pageErrors: string[] = [];
+  const cspViolations: string[] = [];
   const byRequest = new Map<Request, RecordedRequest>();
   // CDP finished-loading sizes not yet matched to a Playwright request, by URL.
   const pendingBytes = new Map<string, number[]>();
@@ -142,6 +149,13 @@ export async function openPage(browser: Browser, url: string, opts: OpenPageOpti
   });
   page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
   page.on("pageerror", (e) => { pageErrors.push(e.stack ?? e.message ?? String(e)); });
+  // A binding and an init script are installed through the DevTools protocol, outside the page's CSP.
+  await context.exposeBinding("__operonCspViolation", (_source, v: string) => { cspViolations.push(v); });
+  await context.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) => {
+      (globalThis as unknown as { __operonCspViolation(v: string): void }).__operonCspViolation(`${e.effectiveDirective} ${e.blockedURI || "(none)"}`);
+    }, true);
+  });
 
   const cdp = await context.newCDPSession(page);
   const cdpUrl = new Map<string, string>();
@@ -158,6 +172,7 @@ export async function openPage(browser: Browser, url: string, opts: OpenPageOpti
   cdp.on("Network.loadingFailed", (e) => { cdpUrl.delete(e.requestId); });
   await cdp.send("Network.enable");
 
+  await opts.beforeNavigation?.(page);
   await page.goto(url, { waitUntil: opts.waitUntil ?? "load" });
 
   return {
@@ -166,6 +181,7 @@ export async function openPage(browser: Browser, url: string, opts: OpenPageOpti
     requests,
     consoleErrors,
     pageErrors,
+    cspViolations,
     foreignRequests(origin: string): string[] {
       const mine = new URL(origin).origin;
       return requests
