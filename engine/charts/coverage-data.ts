@@ -11,21 +11,22 @@
  * mates count where they overlap (no `-s`).
  */
 import { execFile } from "node:child_process";
-import { createReadStream } from "node:fs";
 import { access, mkdir } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { createInterface } from "node:readline";
-import { createGunzip } from "node:zlib";
 import { BamFile } from "@gmod/bam";
 import { BigWig } from "@gmod/bbi";
 import { AnnotationParser, annotationKindOf, detectAnnotationKind, type Feature } from "../../core/charts/annotation.js";
 import { ChartError } from "../../core/charts/common.js";
 import { binCount, binDepth, binSizeFor, type CoverageTrack } from "../../core/charts/coverage.js";
+import { checkBamHeader, checkBamIndex, checkBigWigHeader, checkBigWigIndex } from "./binary-checks.js";
+import { ANNOTATION_MAX_BYTES, boundedLines, BoundedFile } from "./bounded-read.js";
 
 /** A BAM region is counted base by base: longer than this is refused (memory and time stay bounded). */
 export const BAM_MAX_REGION = 10_000_000;
 /** Records are fetched in windows this long, so one window's reads are in memory at a time. */
 const BAM_WINDOW = 250_000;
+/** `samtools index` of the BAM is stopped after this long (the render's own deadline is 10 minutes). */
+export const SAMTOOLS_INDEX_TIMEOUT_MS = 8 * 60_000;
 const FLAG_EXCLUDE = 0x4 | 0x100 | 0x200 | 0x400;
 export const BAM_FILTER_NOTE = "depth as samtools depth counts it by default: reads flagged unmapped, secondary, QC-fail or duplicate are left out; deletions and reference skips are not counted; no mapping- or base-quality threshold; overlapping mates both count";
 
@@ -37,29 +38,16 @@ function contigList(names: readonly string[], max = 8): string {
   return names.slice(0, max).join(", ") + (names.length > max ? `, … (${names.length} in all)` : "");
 }
 
-/** The genes of an annotation file (kind from the extension, through .gz; else from the content), streamed line by line. */
+/** The genes of an annotation file (kind from the extension, through .gz; else from the content), streamed line by line within the bounds of bounded-read.ts. */
 export async function readAnnotation(path: string): Promise<Feature[]> {
-  const raw = createReadStream(path);
-  const input = /\.(gz|bgz)$/i.test(path) ? raw.pipe(createGunzip()) : raw;
-  const rl = createInterface({ input, crlfDelay: Infinity });
   let parser: AnnotationParser | undefined;
   const head: string[] = [];
   const known = annotationKindOf(path);
   if (known) parser = new AnnotationParser(known);
-  try {
-    for await (const line of rl) {
-      if (parser) { parser.line(line); continue; }
-      head.push(line);
-      if (head.length >= 200) { parser = new AnnotationParser(detectAnnotationKind(head)); for (const l of head) parser.line(l); }
-    }
-  } catch (e) {
-    if (e instanceof ChartError) throw e;
-    const msg = e instanceof Error ? e.message : String(e);
-    if (/incorrect header check|unexpected end of file|invalid/i.test(msg)) throw new ChartError(`the annotation file could not be decompressed (${msg}); is it really gzipped?`);
-    throw e;
-  } finally {
-    rl.close();
-    raw.destroy();
+  for await (const line of boundedLines(path, { maxBytes: ANNOTATION_MAX_BYTES, what: "the annotation file", why: "a whole-genome GTF is under 2 GB; keep the chromosomes you draw" })) {
+    if (parser) { parser.line(line); continue; }
+    head.push(line);
+    if (head.length >= 200) { parser = new AnnotationParser(detectAnnotationKind(head)); for (const l of head) parser.line(l); }
   }
   if (!parser) { parser = new AnnotationParser(detectAnnotationKind(head)); for (const l of head) parser.line(l); }
   return parser.finish();
@@ -67,8 +55,9 @@ export async function readAnnotation(path: string): Promise<Feature[]> {
 
 function run(cmd: string, args: readonly string[]): Promise<{ stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { maxBuffer: 4 << 20 }, (err, _stdout, stderr) => {
-      if (err) reject(Object.assign(err, { stderr: String(stderr) }));
+    execFile(cmd, args, { maxBuffer: 4 << 20, timeout: SAMTOOLS_INDEX_TIMEOUT_MS, killSignal: "SIGKILL" }, (err, _stdout, stderr) => {
+      if (err?.killed) reject(new ChartError(`indexing the BAM file (samtools index) took longer than ${SAMTOOLS_INDEX_TIMEOUT_MS / 60_000} minutes and was stopped; upload its .bai index next to it`));
+      else if (err) reject(Object.assign(err, { stderr: String(stderr) }));
       else resolve({ stderr: String(stderr) });
     });
   });
@@ -82,10 +71,13 @@ function run(cmd: string, args: readonly string[]): Promise<{ stderr: string }> 
 export async function ensureBamIndex(bamPath: string, workDir: string): Promise<string> {
   const stem = bamPath.replace(/\.bam$/i, "");
   for (const p of [`${bamPath}.bai`, `${stem}.bai`, `${bamPath}.csi`]) if (p !== bamPath && await exists(p)) return p;
+  // samtools would allocate what a crafted header says (2^31 contigs): the header is checked first.
+  await checkBamHeader(bamPath);
   await mkdir(workDir, { recursive: true });
   const out = join(workDir, `${basename(bamPath).replace(/[^A-Za-z0-9._-]+/g, "_") || "input"}.bai`);
   const unsorted = /unsorted|not sorted|NO_COOR reads not in a single block|out of order|cannot be indexed/i;
   const fail = (e: unknown): never => {
+    if (e instanceof ChartError) throw e;
     const err = e as NodeJS.ErrnoException & { stderr?: string };
     if (err.code === "ENOENT") throw new Error("samtools is not installed on this server (needed to index the BAM file)", { cause: e });
     const msg = (err.stderr ?? err.message).trim().split("\n").filter(Boolean).slice(-2).join(" ");
@@ -98,7 +90,7 @@ export async function ensureBamIndex(bamPath: string, workDir: string): Promise<
   } catch (e) {
     // A read past 2^29 (a contig longer than 512 Mb) fits only a CSI index; anything else is final.
     const msg = String((e as { stderr?: string }).stderr ?? "");
-    if (!/cannot be indexed/i.test(msg)) fail(e);
+    if (e instanceof ChartError || !/cannot be indexed/i.test(msg)) fail(e);
   }
   const csi = out.replace(/\.bai$/, ".csi");
   try {
@@ -126,10 +118,17 @@ function clip(region: { chr: string; start: number; end: number }, length: numbe
 }
 
 async function loadBam(path: string, indexPath: string | undefined, region: { chr: string; start: number; end: number }, bins: number, features: Feature[]): Promise<CoverageTrack> {
-  const bam = new BamFile(indexPath && /\.csi$/i.test(indexPath) ? { bamPath: path, csiPath: indexPath } : { bamPath: path, ...(indexPath ? { baiPath: indexPath } : {}) });
+  // The library trusts the file: the header and the index are checked first (binary-checks.ts), and it reads through a BoundedFile.
+  const file = new BoundedFile(path, "the BAM file");
+  const { nRef } = await checkBamHeader(path);
+  const idx = indexPath ?? `${path}.bai`;
+  await checkBamIndex(idx, await file.size(), nRef);
+  const index = new BoundedFile(idx, "the BAM index");
+  const bam = new BamFile(/\.csi$/i.test(idx) ? { bamFilehandle: file, csiFilehandle: index } : { bamFilehandle: file, baiFilehandle: index });
   try {
     await bam.getHeader();
   } catch (e) {
+    if (e instanceof ChartError) throw e;
     throw new ChartError(`the file could not be read as a BAM file (${e instanceof Error ? e.message : String(e)})`);
   }
   const refs = bam.indexToChr ?? [];
@@ -152,7 +151,10 @@ async function loadBam(path: string, indexPath: string | undefined, region: { ch
   let reads = 0;
   for (let ws = s0; ws < e0; ws += BAM_WINDOW) {
     const we = Math.min(e0, ws + BAM_WINDOW);
-    const records = await bam.getRecordsForRange(region.chr, ws, we);
+    const records = await bam.getRecordsForRange(region.chr, ws, we).catch((e: unknown) => {
+      if (e instanceof ChartError) throw e;
+      throw new ChartError(`the BAM file could not be read in ${regionText(region.chr, ws + 1, we)} (${e instanceof Error ? e.message : String(e)}); is it corrupt or truncated?`);
+    });
     for (const r of records) {
       // Each read is counted once: in the window where it starts (or the first window).
       if (r.start < ws && ws !== s0) continue;
@@ -194,11 +196,15 @@ async function loadBam(path: string, indexPath: string | undefined, region: { ch
 const BIGWIG_RAW_MAX_BIN = 64;
 
 async function loadBigWig(path: string, region: { chr: string; start: number; end: number }, bins: number, features: Feature[]): Promise<CoverageTrack> {
-  const bw = new BigWig({ path });
+  // The library trusts the file: header, chromosome tree and the index nodes over the region are checked first (binary-checks.ts).
+  const file = new BoundedFile(path, "the bigWig file");
+  const layout = await checkBigWigHeader(file);
+  const bw = new BigWig({ filehandle: file });
   let header;
   try {
     header = await bw.getHeader();
   } catch (e) {
+    if (e instanceof ChartError) throw e;
     throw new ChartError(`the file could not be read as a bigWig file (${e instanceof Error ? e.message : String(e)})`);
   }
   const names = Object.keys(header.refsByName);
@@ -216,7 +222,12 @@ async function loadBigWig(path: string, region: { chr: string; start: number; en
   const s0 = start - 1, e0 = end;
   const zoomed = binSize > BIGWIG_RAW_MAX_BIN && header.zoomLevels.length > 0;
   // A zoom level at most a quarter of a bin wide (the library picks reductionLevel ≤ 2 / scale).
-  const feats = (await bw.getFeatures(region.chr, s0, e0, zoomed ? { scale: 8 / binSize } : { scale: 1 })) as Array<{ start: number; end: number; score?: number; maxScore?: number; summary?: boolean }>;
+  const chrId = layout.contigs.get(region.chr)?.id ?? id;
+  for (const ix of zoomed ? layout.indexes : layout.indexes.slice(0, 1)) await checkBigWigIndex(file, ix, chrId, s0, e0);
+  const feats = (await bw.getFeatures(region.chr, s0, e0, zoomed ? { scale: 8 / binSize } : { scale: 1 }).catch((e: unknown) => {
+    if (e instanceof ChartError) throw e;
+    throw new ChartError(`the bigWig file could not be read in ${regionText(region.chr, start, end)} (${e instanceof Error ? e.message : String(e)}); is it corrupt or truncated?`);
+  })) as Array<{ start: number; end: number; score?: number; maxScore?: number; summary?: boolean }>;
   const sums = new Float64Array(n), max = new Float64Array(n);
   let any = false, summary = false;
   for (const f of feats) {

@@ -7,9 +7,9 @@
  * words; anything else is an internal failure. Runs as a worker (`runInWorker`) or inline in
  * tests and benches (`renderTask`).
  */
-import { createReadStream, existsSync } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
-import { createGunzip } from "node:zlib";
+import { existsSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import { StringDecoder } from "node:string_decoder";
 import { parentPort, workerData, isMainThread } from "node:worker_threads";
 import { Resvg } from "@resvg/resvg-js";
 import { ChartError, toTsv, type Chart, type Frame, type TableSink } from "../../core/charts/common.js";
@@ -17,12 +17,10 @@ import type { PlotType } from "../../core/charts/options.js";
 import type { CoverageOpts, HeatmapOpts, ManhattanOpts, PathwayOpts, PcaOpts, StructureOpts, VolcanoOpts } from "../../core/charts/options.js";
 import { DelimitedParser, detectDelimiter, parseTable } from "../../core/delimited.js";
 import { parseRegion } from "../../core/viewers.js";
+import { boundedChunks, LINE_MAX_BYTES, MANHATTAN_MAX_BYTES, overLine, readBounded, SAMPLE_SHEET_MAX_BYTES, STRUCTURE_MAX_BYTES, TABLE_MAX_BYTES, type TextBounds } from "./bounded-read.js";
 
 export const FONT_DIR = "/usr/share/fonts/truetype/dejavu";
 export const FONT_FILES = [`${FONT_DIR}/DejaVuSans.ttf`, `${FONT_DIR}/DejaVuSans-Bold.ttf`];
-/** A structure file is read whole; larger than this is not a structure anyone draws. */
-const STRUCTURE_MAX_BYTES = 256 * 1024 * 1024;
-const SAMPLE_SHEET_MAX_BYTES = 16 * 1024 * 1024;
 
 export interface RenderTask {
   type: PlotType;
@@ -39,8 +37,6 @@ export type RenderResult =
   | { ok: true; image: Uint8Array; tsv: string; width: number; height: number; rows: number }
   | { ok: false; data: boolean; error: string };
 
-const isGz = (p: string) => /\.(gz|bgz)$/i.test(p);
-
 /**
  * The rows a table chart reads before it gives up, so a render's memory stays bounded however
  * large the file (the worker's heap is capped too; this makes the failure a sentence instead
@@ -54,14 +50,22 @@ export const TABLE_MAX_ROWS: Readonly<Partial<Record<PlotType, { rows: number; w
   pca_plot: { rows: 1_000_000, what: "a PCA reads a genes × samples count matrix" },
 };
 
-/** The lines of a delimited file, streamed: leading `#` lines skipped, the first record is the header. */
-async function streamTable(path: string, makeSink: (header: readonly string[]) => TableSink, cap?: { rows: number; what: string }): Promise<Chart> {
-  const raw = createReadStream(path, { highWaterMark: 1 << 20 });
-  const input = isGz(path) ? raw.pipe(createGunzip()) : raw;
+/** The bytes a table chart reads (once decompressed): bounded-read.ts. */
+const TABLE_BYTES: TextBounds = { maxBytes: TABLE_MAX_BYTES, what: "the file", why: "a gene table is at most a few hundred MB; filter the file first" };
+const MANHATTAN_BYTES: TextBounds = { maxBytes: MANHATTAN_MAX_BYTES, what: "the file", why: "filter the summary statistics first (e.g. keep SNPs with p < 0.01) or split them by chromosome" };
+
+/**
+ * The lines of a delimited file, streamed: leading `#` lines skipped, the first record is the
+ * header. Bytes and line length are bounded by `boundedChunks`; a record (which quotes may
+ * spread over lines) by LINE_MAX_BYTES too, give or take one chunk; rows by `cap`.
+ */
+async function streamTable(path: string, makeSink: (header: readonly string[]) => TableSink, cap: { rows: number; what: string } | undefined, bytes: TextBounds): Promise<Chart> {
   let parser: DelimitedParser | undefined;
   let sink: TableSink | undefined;
   let pending = "";
   let rows = 0;
+  /** Characters pushed since a push last completed a record. */
+  let open = 0;
   const take = (records: string[][]) => {
     for (const rec of records) {
       if (!sink) {
@@ -75,24 +79,28 @@ async function streamTable(path: string, makeSink: (header: readonly string[]) =
       sink.row(rec);
     }
   };
-  try {
-    for await (const chunk of input) {
-      const s = (chunk as Buffer).toString("utf8");
-      if (!parser) {
-        pending += s;
-        if (pending.length < 64 * 1024) continue;
-        parser = new DelimitedParser(detectDelimiter(pending));
-        take(parser.push(pending));
-        pending = "";
-        continue;
-      }
-      take(parser.push(s));
+  const push = (s: string) => {
+    const records = parser!.push(s);
+    open = records.length ? 0 : open + s.length;
+    if (open > LINE_MAX_BYTES) throw overLine(bytes, true);
+    take(records);
+  };
+  const dec = new StringDecoder("utf8");
+  for await (const chunk of boundedChunks(path, bytes)) {
+    const s = dec.write(chunk);
+    if (!parser) {
+      pending += s;
+      if (pending.length < 64 * 1024) continue;
+      parser = new DelimitedParser(detectDelimiter(pending));
+      push(pending);
+      pending = "";
+      continue;
     }
-    if (!parser) { parser = new DelimitedParser(detectDelimiter(pending)); take(parser.push(pending)); }
-    take(parser.end());
-  } finally {
-    raw.destroy();
+    push(s);
   }
+  pending += dec.end();
+  if (!parser) { parser = new DelimitedParser(detectDelimiter(pending)); push(pending); } else if (pending) push(pending);
+  take(parser.end());
   if (!sink) throw new ChartError("the file holds no header row and no data");
   return sink.finish();
 }
@@ -100,12 +108,7 @@ async function streamTable(path: string, makeSink: (header: readonly string[]) =
 async function readSmall(path: string, max: number, what: string): Promise<string> {
   const s = await stat(path);
   if (s.size > max) throw new ChartError(`${what} is ${(s.size / 1e6).toFixed(0)} MB; at most ${(max / 1e6).toFixed(0)} MB can be read`);
-  const buf = await readFile(path);
-  if (isGz(path)) {
-    const { gunzipSync } = await import("node:zlib");
-    return gunzipSync(buf, { maxOutputLength: max * 4 }).toString("utf8");
-  }
-  return buf.toString("utf8");
+  return readBounded(path, { maxBytes: max, what });
 }
 
 /** Renderers load on demand: a worker reads only the modules of its plot type. */
@@ -114,15 +117,15 @@ async function chartOf(t: RenderTask): Promise<Chart> {
   switch (t.type) {
     case "volcano_plot": {
       const { volcanoChart } = await import("../../core/charts/volcano.js");
-      return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame), TABLE_MAX_ROWS.volcano_plot);
+      return streamTable(t.inputs.primary, (h) => volcanoChart(h, o as VolcanoOpts, t.frame), TABLE_MAX_ROWS.volcano_plot, TABLE_BYTES);
     }
     case "manhattan_plot": {
       const { manhattanChart } = await import("../../core/charts/manhattan.js");
-      return streamTable(t.inputs.primary, (h) => manhattanChart(h, o as ManhattanOpts, t.frame));
+      return streamTable(t.inputs.primary, (h) => manhattanChart(h, o as ManhattanOpts, t.frame), undefined, MANHATTAN_BYTES);
     }
     case "heatmap": {
       const { heatmapChart } = await import("../../core/charts/heatmap.js");
-      return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame), TABLE_MAX_ROWS.heatmap);
+      return streamTable(t.inputs.primary, (h) => heatmapChart(h, o as HeatmapOpts, t.frame), TABLE_MAX_ROWS.heatmap, TABLE_BYTES);
     }
     case "pca_plot": {
       const { pcaChart } = await import("../../core/charts/pca.js");
@@ -131,12 +134,12 @@ async function chartOf(t: RenderTask): Promise<Chart> {
         const p = parseTable(await readSmall(t.inputs.sheet, SAMPLE_SHEET_MAX_BYTES, "the sample sheet"));
         sheet = { header: p.header, rows: p.rows };
       }
-      return streamTable(t.inputs.primary, (h) => pcaChart(h, o as PcaOpts, t.frame, sheet), TABLE_MAX_ROWS.pca_plot);
+      return streamTable(t.inputs.primary, (h) => pcaChart(h, o as PcaOpts, t.frame, sheet), TABLE_MAX_ROWS.pca_plot, TABLE_BYTES);
     }
     case "pathway_map": {
       const [{ pathwayChart }, { loadPathways }] = await Promise.all([import("../../core/charts/pathway.js"), import("./pathways.js")]);
       const collection = await loadPathways();
-      return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection), TABLE_MAX_ROWS.pathway_map);
+      return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection), TABLE_MAX_ROWS.pathway_map, TABLE_BYTES);
     }
     case "structure_3d": {
       const [{ structureChart }, { parseStructure }] = await Promise.all([import("../../core/charts/structure.js"), import("../../core/charts/structure-parse.js")]);
