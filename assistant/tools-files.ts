@@ -57,7 +57,7 @@ export const fileTools: AssistantTool[] = [
   defineTool({
     name: "service_create_upload_url",
     title: "Create an upload URL",
-    description: "A presigned URL (valid an hour) to which the user or their client PUTs a file's bytes (curl -T file '<uploadUrl>'; with the same Content-Type header when content_type is given). The file then exists at fileKey in the workspace; this tool cannot read the user's local files itself.",
+    description: "A presigned URL (valid an hour) to which the user or their client PUTs a file's bytes (curl -T file '<uploadUrl>'; with the same Content-Type header when content_type is given). Then the upload is confirmed (POST /v1/files/upload-confirm with workspace_id and file_key = fileKey), and the file exists at fileKey in the workspace; the URL sets the file once. This tool cannot read the user's local files itself.",
     input: z.object({
       workspace_id: workspaceId,
       filename: z.string().min(1).max(255).describe("A plain file name, without folders."),
@@ -71,7 +71,7 @@ export const fileTools: AssistantTool[] = [
     handler: async (a, ctx) => {
       const ws = await ctx.deps.access.workspace(ctx.auth, a.workspace_id);
       const r = await createUploadUrl(ctx.deps.store, ws, { filename: a.filename, path: a.path, contentType: a.content_type, size: a.size });
-      return { ...r, next: "PUT the bytes to uploadUrl; the file is then at fileKey (an existing file there is replaced)." };
+      return { ...r, next: "PUT the bytes to uploadUrl, then POST /v1/files/upload-confirm with workspace_id and file_key (fileKey): the file is then at fileKey (an existing file there is replaced). The URL sets the file once." };
     },
   }),
 ];

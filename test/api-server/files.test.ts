@@ -318,6 +318,16 @@ t.test("a presigned PUT carries exactly the declared size, and a failed one can 
   t.equal((await put(open, "any length")).statusCode, 200);
   t.equal((await put(open, "again")).statusCode, 409, "single use without a size too");
   t.notOk((await keys()).some((k) => k.startsWith("_system")), "the claims are not files");
+
+  // Claims are swept once their URLs have long expired (and not before): the used URL is then refused by its expiry.
+  const { sweepUploads, UPLOAD_URL_SECONDS, STAGED_UPLOAD_GRACE_SECONDS } = await import("../../engine/file-service.js");
+  const claims = async () => (await a.store.list("_system/presigned-put-used/", { limit: 100 })).items.length;
+  t.equal(await claims(), 2, "one claim per used URL");
+  t.equal(await sweepUploads(a.store, a.clock.now()), 0, "nothing swept while the URLs may be used");
+  a.clock.advance((UPLOAD_URL_SECONDS + STAGED_UPLOAD_GRACE_SECONDS + 60) * 1000);
+  t.equal(await sweepUploads(a.store, a.clock.now()), 2);
+  t.equal(await claims(), 0, "the claims are gone");
+  t.equal((await put(open, "again")).statusCode, 403, "the expired URL stays refused");
 });
 
 t.test("a client that disconnects mid-upload leaves no object and no temp file", async (t) => {
