@@ -253,7 +253,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     config,
     schema: {
       tags: ["files"], summary: "Step 3 of the large-file flow: confirm the upload", operationId: "confirmUpload",
-      description: "409 when nothing was uploaded to the key or its size differs from `size`.",
+      description: "409 when nothing was uploaded to the key, its size differs from `size`, or (S3) what is staged came from an upload URL whose upload was already confirmed: an upload URL sets its file once.",
       body: z.object({
         file_key: z.string().min(1).max(1024).optional(),
         fileKey: z.string().min(1).max(1024).optional(),
