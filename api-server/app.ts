@@ -20,6 +20,7 @@ import type { Scope, ServiceStore } from "../engine/service-store.js";
 import { conversationRoutes } from "./routes/conversations.js";
 import { fileRoutes } from "./routes/files.js";
 import { storageRoutes } from "./routes/storage.js";
+import { PRESIGNED_PATH } from "../adapters/local/presign.js";
 import { systemRoutes } from "./routes/system.js";
 import { workspaceRoutes } from "./routes/workspaces.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
@@ -38,7 +39,7 @@ import { createProvider, type LlmProvider, type LlmSettings } from "../assistant
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &
-    Partial<Pick<Config, "OPERON_RATE_LIMIT_PER_IP_PER_MINUTE">> & { signingSecret: string };
+    Partial<Pick<Config, "OPERON_RATE_LIMIT_PER_IP_PER_MINUTE" | "contentUrl">> & { signingSecret: string };
   store: ObjectStore;
   service: ServiceStore;
   clock?: Clock;
@@ -116,9 +117,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // IPv6 clients are counted by /64, as the plugin does by default: one host usually has many.
   const perAddress = app.createRateLimit({ max: perAddressMax, timeWindow: 60_000, keyGenerator: (req) => (req.ip ? normalizeIP(req.ip) : "unknown") });
 
+  // OPERON_CONTENT_URL: requests naming the content origin reach the presigned storage route
+  // only, and the API's own name no longer serves it, so stored files are never fetched from
+  // the origin of the API and the viewer pages (docs/security.md#user-content).
+  const contentHost = deps.config.contentUrl === undefined ? undefined : new URL(deps.config.contentUrl).host.toLowerCase();
+
   app.addHook("onRequest", async (req, reply) => {
     req.startedAt = process.hrtime.bigint();
     reply.header("x-request-id", req.id);
+    if (contentHost !== undefined) {
+      const storage = req.routeOptions.url === PRESIGNED_PATH;
+      const onContent = req.host.toLowerCase() === contentHost;
+      if (onContent && !storage) throw new ApiError("not_found", `no route for ${req.method} ${req.url.split("?")[0]} on the content origin: it serves presigned storage URLs only`);
+      if (!onContent && storage) throw new ApiError("not_found", `presigned storage URLs are served on the content origin (${deps.config.contentUrl}) only`);
+    }
     // Every matched route needs a key unless it says `public`: a route that forgot to declare
     // its scope is closed, not open. Unmatched URLs go straight to the 404 handler.
     if (req.routeOptions.url === undefined) return;

@@ -40,6 +40,7 @@ export async function startServer(config: Config, log: (s: string) => void, vers
   await app.listen({ port: config.PORT, host: config.host });
   const base = config.publicUrl;
   log(`Operon (${config.OPERON_MODE} mode, ${config.storage} storage) listening on ${base}`);
+  if (config.contentUrl) log(`Stored files are served on ${config.contentUrl} only (OPERON_CONTENT_URL): it must reach this server with that Host`);
   if (key) {
     log(`First start: created organization "default", workspace "default" and this API key (shown once; also in ${join(resolve(config.OPERON_DATA_DIR), "bootstrap-key")}):`);
     log(`  ${key}`);

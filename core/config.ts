@@ -38,6 +38,12 @@ const EnvSchema = z.object({
   OPERON_MODE: z.enum(["embedded", "cluster"]).default("embedded"),
   OPERON_DATA_DIR: z.string().min(1).default("./.operon"),
   OPERON_PUBLIC_URL: z.url().optional(),
+  /**
+   * Embedded mode (local storage): the base of presigned storage URLs, another origin than
+   * OPERON_PUBLIC_URL served by the same process, so that user content is never fetched from
+   * the API's or the viewer pages' origin. Requests naming it get the storage routes only.
+   */
+  OPERON_CONTENT_URL: z.url({ protocol: /^https?$/, error: "must be an http or https URL, such as https://content.operon.example" }).optional(),
   OPERON_NAMESPACE: z.string().min(1).default("operon"),
   OPERON_ORG_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(5),
   /** Embedded mode: run steps without the bubblewrap sandbox (only where it cannot start; loudly logged). */
@@ -112,6 +118,8 @@ export type Env = z.infer<typeof EnvSchema>;
 export interface Config extends Env {
   host: string;
   publicUrl: string;
+  /** OPERON_CONTENT_URL without a trailing slash, when set. */
+  contentUrl?: string;
   storage: "local" | "s3";
 }
 
@@ -149,5 +157,10 @@ function parseEnvironment(env: Readonly<Record<string, string | undefined>>): Co
   if (e.OPERON_LLM_PROVIDER && !e.OPERON_LLM_BASE_URL && !e.OPERON_LLM_API_KEY) return { ok: false, message: `invalid configuration: OPERON_LLM_API_KEY: required for ${e.OPERON_LLM_PROVIDER === "openai" ? "OpenAI's" : "Anthropic's"} own API (a self-hosted server such as Ollama needs OPERON_LLM_BASE_URL instead)` };
   const host = e.HOST ?? (e.OPERON_MODE === "cluster" ? "0.0.0.0" : "127.0.0.1");
   const publicUrl = (e.OPERON_PUBLIC_URL ?? `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${e.PORT}`).replace(/\/+$/, "");
-  return { ok: true, config: { ...e, host, publicUrl, storage } };
+  const contentUrl = e.OPERON_CONTENT_URL?.replace(/\/+$/, "");
+  if (contentUrl !== undefined) {
+    if (storage !== "local") return { ok: false, message: "invalid configuration: OPERON_CONTENT_URL: only for local storage (embedded mode); with S3, presigned URLs already point at the S3 endpoint, another origin" };
+    if (new URL(contentUrl).host === new URL(publicUrl).host) return { ok: false, message: `invalid configuration: OPERON_CONTENT_URL: must name another host (or port) than OPERON_PUBLIC_URL (${new URL(publicUrl).host}) (got ${JSON.stringify(redactSecrets(contentUrl))})` };
+  }
+  return { ok: true, config: { ...e, host, publicUrl, ...(contentUrl !== undefined ? { contentUrl } : {}), storage } };
 }

@@ -46,7 +46,8 @@ export async function createStore(config: Config, secret: string): Promise<Objec
       ...(config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY ? { credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY } } : {}),
     });
   }
-  return createLocalObjectStore({ root: resolve(config.OPERON_DATA_DIR), publicUrl: config.publicUrl, signingSecret: secret });
+  // Presigned URLs name the content origin when there is one (OPERON_CONTENT_URL), never the API's.
+  return createLocalObjectStore({ root: resolve(config.OPERON_DATA_DIR), publicUrl: config.contentUrl ?? config.publicUrl, signingSecret: secret });
 }
 
 export interface Runtime { config: Config; store: ObjectStore; service: ServiceStore; secret: string }

@@ -23,6 +23,28 @@ t.test("cluster mode listens on all interfaces and uses S3", async (t) => {
   t.match(c.config, { host: "0.0.0.0", storage: "s3", S3_FORCE_PATH_STYLE: true, publicUrl: "https://operon.example.org" });
 });
 
+t.test("OPERON_CONTENT_URL: an http(s) URL on another host than OPERON_PUBLIC_URL, local storage only", async (t) => {
+  const c = parseConfig({ OPERON_PUBLIC_URL: "https://operon.example/", OPERON_CONTENT_URL: "https://content.operon.example/" });
+  if (!c.ok) throw new Error(c.message);
+  t.match(c.config, { publicUrl: "https://operon.example", contentUrl: "https://content.operon.example" }, "trailing slash stripped");
+  t.notOk("contentUrl" in (parseConfig({}) as { config: object }).config, "unset: no content URL");
+  t.ok(parseConfig({ OPERON_CONTENT_URL: "http://127.0.0.1:8081" }).ok, "another port of the same host is another origin");
+  for (const [env, why] of [
+    [{ OPERON_CONTENT_URL: "ftp://content.example" }, /must be an http or https URL.*\(got "ftp:\/\/content\.example"\)$/],
+    [{ OPERON_CONTENT_URL: "content.example" }, /must be an http or https URL/],
+    [{ OPERON_CONTENT_URL: "http://127.0.0.1:8080/" }, /must name another host \(or port\) than OPERON_PUBLIC_URL \(127\.0\.0\.1:8080\)/],
+    [{ OPERON_PUBLIC_URL: "https://Operon.example", OPERON_CONTENT_URL: "https://operon.example/files" }, /must name another host/],
+    [{ OPERON_CONTENT_URL: "https://content.example", S3_BUCKET: "b" }, /only for local storage.*S3 endpoint/],
+  ] as const) {
+    const r = parseConfig(env);
+    t.equal(r.ok, false, JSON.stringify(env));
+    if (!r.ok) {
+      t.match(r.message, /^invalid configuration: OPERON_CONTENT_URL: /);
+      t.match(r.message, why);
+    }
+  }
+});
+
 for (const [env, name] of [
   [{ PORT: "eighty" }, "PORT"],
   [{ PORT: "70000" }, "PORT"],
