@@ -62,6 +62,8 @@ export class DelimitedParser {
   private skipLF = false;
   /** Whitespace mode: the unfinished last line. */
   private rest = "";
+  /** Characters of the unfinished record's completed fields. */
+  private recordChars = 0;
 
   constructor(delimiter: Delimiter) {
     this.delimiter = delimiter;
@@ -74,6 +76,11 @@ export class DelimitedParser {
       if (chunk.startsWith(BOM)) chunk = chunk.slice(1);
     }
     return this.delimiter === " " ? this.pushWhitespace(chunk) : this.pushQuoted(chunk);
+  }
+
+  /** Characters held for the record not yet complete (a caller bounds a record's length with it). */
+  get pendingChars(): number {
+    return this.recordChars + this.field.length + this.rest.length;
   }
 
   end(): string[][] {
@@ -127,6 +134,7 @@ export class DelimitedParser {
       }
       if (c === d) {
         this.record.push(this.field);
+        this.recordChars += this.field.length + 1;
         this.field = "";
         this.any = true;
         this.state = State.FieldStart;
@@ -162,6 +170,7 @@ export class DelimitedParser {
       out.push(this.record);
     }
     this.record = [];
+    this.recordChars = 0;
     this.field = "";
     this.any = false;
   }

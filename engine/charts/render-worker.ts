@@ -57,15 +57,13 @@ const MANHATTAN_BYTES: TextBounds = { maxBytes: MANHATTAN_MAX_BYTES, what: "the 
 /**
  * The lines of a delimited file, streamed: leading `#` lines skipped, the first record is the
  * header. Bytes and line length are bounded by `boundedChunks`; a record (which quotes may
- * spread over lines) by LINE_MAX_BYTES too, give or take one chunk; rows by `cap`.
+ * spread over lines) by LINE_MAX_BYTES too (plus at most one chunk); rows by `cap`.
  */
 async function streamTable(path: string, makeSink: (header: readonly string[]) => TableSink, cap: { rows: number; what: string } | undefined, bytes: TextBounds): Promise<Chart> {
   let parser: DelimitedParser | undefined;
   let sink: TableSink | undefined;
   let pending = "";
   let rows = 0;
-  /** Characters pushed since a push last completed a record. */
-  let open = 0;
   const take = (records: string[][]) => {
     for (const rec of records) {
       if (!sink) {
@@ -81,8 +79,7 @@ async function streamTable(path: string, makeSink: (header: readonly string[]) =
   };
   const push = (s: string) => {
     const records = parser!.push(s);
-    open = records.length ? 0 : open + s.length;
-    if (open > LINE_MAX_BYTES) throw overLine(bytes, true);
+    if (parser!.pendingChars > LINE_MAX_BYTES) throw overLine(bytes, true);
     take(records);
   };
   const dec = new StringDecoder("utf8");
