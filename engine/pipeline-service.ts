@@ -81,7 +81,13 @@ export class PipelineService {
     if (info.size > MAX_SPEC_BYTES) throw new ApiError("payload_too_large", `spec_file: ${key} is ${info.size} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
     const { body } = await store.get(storageKey);
     const chunks: Buffer[] = [];
-    for await (const c of body) chunks.push(Buffer.from(c));
+    let read = 0;
+    // The size checked above is the head's: the body is capped too (the object may be replaced in between).
+    for await (const c of body) {
+      read += c.length;
+      if (read > MAX_SPEC_BYTES) throw new ApiError("payload_too_large", `spec_file: ${key} is more than ${MAX_SPEC_BYTES} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
+      chunks.push(Buffer.from(c));
+    }
     try { return { spec: JSON.parse(Buffer.concat(chunks).toString("utf8")), key }; } catch (e) {
       throw new ApiError("invalid_request", `spec_file: ${key} is not valid JSON (${e instanceof Error ? e.message : String(e)})`, { field: "spec_file" });
     }
