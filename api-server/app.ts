@@ -26,6 +26,7 @@ import { workspaceRoutes } from "./routes/workspaces.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
 import { toolRoutes } from "./routes/tools.js";
 import { viewerRoutes } from "./routes/viewers.js";
+import type { ReaderPoolOptions } from "../engine/readers/pool.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
 import { createRenderJobs, type RenderJobs } from "../engine/render-jobs.js";
@@ -54,6 +55,8 @@ export interface AppDeps {
   version?: string;
   /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
   toolRunner?: ToolRunner;
+  /** The viewers' per-organization reader workers: heap, deadline, how many (default: engine/readers/pool.ts). */
+  readers?: ReaderPoolOptions;
   /** The agent's LLM (OPERON_LLM_*): settings, or a provider object; neither: /v1/query answers 503. */
   llm?: { settings?: LlmSettings; provider?: LlmProvider; limits?: Partial<AgentLimits>; /** POST /v1/query/stream's keep-alive comment interval (default 15 s). */ keepAliveMs?: number };
 }
@@ -229,7 +232,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.config.storage === "local") await app.register(storageRoutes);
   await app.register(toolRoutes, deps.engine ? { engine: deps.engine } : {});
   if (deps.engine) await app.register(pipelineRoutes, { engine: deps.engine });
-  await app.register(viewerRoutes, deps.toolRunner ? { runner: deps.toolRunner } : {});
+  await app.register(viewerRoutes, { ...(deps.toolRunner ? { runner: deps.toolRunner } : {}), ...(deps.readers ? { readers: deps.readers } : {}) });
   let renders = deps.renders;
   if (!renders && deps.engine) {
     const made = createRenderJobs(deps.engine, deps.store, clock, { metrics: metrics.registry, log: (m) => app.log.warn(m) });

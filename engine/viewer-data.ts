@@ -8,28 +8,43 @@
  * result (`PreparedView`) is written last, so a preparation cut short is simply redone.
  * Also: the FASTQ browser's sample and summary, and the table viewer's rows (parsed on the
  * server, sorted and filtered there, sent a page at a time).
+ *
+ * A user's file decides nothing here: what parses its text runs in the organization's reader
+ * worker (readers/pool.ts) within the bounds of readers/worker.ts; a gzipped FASTA is
+ * decompressed up to a size and a deadline; every tool writes files up to a size; and a
+ * preparation is a compute task of its organization — it takes a slot of the organization's
+ * limit, and at most half the server's preparation places — so one organization's files
+ * cannot hold what another's links need.
  */
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, readFileSync, statSync } from "node:fs";
+import { createReadStream, createWriteStream, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import type { ObjectInfo, ObjectStore } from "../core/ports.js";
 import { workspaceRoot } from "../core/layout.js";
+import { boundSize } from "../core/sizes.js";
 import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type FileGrant, type ViewerKind } from "../core/viewers.js";
-import { columnTypes, DelimitedParser, detectDelimiter, filterRows, parseTable, sortRows, type Delimiter } from "../core/delimited.js";
-import { detectPhredOffset, FastqReader, summarize, type FastqRecord } from "../core/fastq.js";
+import type { Delimiter } from "../core/delimited.js";
+import type { summarize, FastqRecord } from "../core/fastq.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
+import { ReaderError } from "./readers/bounded.js";
+import type { ReaderPool } from "./readers/pool.js";
+import { READER_BOUNDS, type ReaderOp, type ReaderResults } from "./readers/worker.js";
+import type { SlotGate } from "./render-jobs.js";
 
 /** Plain VCFs up to this size go to igv.js whole; larger ones are bgzipped and indexed first. */
-export const VCF_INLINE_MAX_BYTES = 10 * 1024 * 1024;
-/** Tables up to this size are parsed into memory (sortable, filterable); larger ones page in file order. */
-export const TABLE_MEMORY_MAX_BYTES = 64 * 1024 * 1024;
+export const VCF_INLINE_MAX_BYTES = READER_BOUNDS.vcfInlineBytes;
+/** Tables up to this size (after decompression) are parsed into memory (sortable, filterable); larger ones page in file order. */
+export const TABLE_MEMORY_MAX_BYTES = READER_BOUNDS.tableMemoryBytes;
 /** Reads of a FASTQ sampled for the read browser and its summary. */
-export const FASTQ_SAMPLE_READS = 2000;
+export const FASTQ_SAMPLE_READS = READER_BOUNDS.fastqReads;
 /** Longest a conversion may take. */
 const TOOL_TIMEOUT_MS = 15 * 60_000;
+/** Largest file a preparation writes: a decompressed FASTA, a sorted BAM, a bgzipped VCF. */
+export const PREPARED_FILE_MAX_BYTES = 8 * 1024 * 1024 * 1024;
 
 /** The files a link may serve, by the fixed names its URLs use: nothing else is reachable. */
 export const DATA_NAMES = ["primary", "primary-index", "reference", "reference-index"] as const;
@@ -71,15 +86,67 @@ const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const version = (i: ObjectInfo) => `${i.key}\n${i.size}\n${i.sha256 ?? i.etag ?? i.lastModified.toISOString()}`;
 
 /** Preparations (indexing, conversion) running at once on one api-server; more wait their turn. */
-export const MAX_CONCURRENT_PREPARATIONS = 2;
+export const MAX_CONCURRENT_PREPARATIONS = Math.max(2, availableParallelism());
+
+/**
+ * Places for preparations on this server: at most `total` at once and at most half of them
+ * for one organization; a freed place goes to the longest-waiting organization that may take it.
+ */
+export class PreparationGate {
+  private readonly held = new Map<string, number>();
+  private total = 0;
+  private readonly waiting: Array<{ org: string; go: () => void }> = [];
+  readonly perOrganization: number;
+
+  constructor(readonly places: number) { this.perOrganization = Math.max(1, Math.floor(places / 2)); }
+
+  private fits(org: string) { return this.total < this.places && (this.held.get(org) ?? 0) < this.perOrganization; }
+  private take(org: string): () => void {
+    this.total++;
+    this.held.set(org, (this.held.get(org) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.total--;
+      const n = (this.held.get(org) ?? 1) - 1;
+      if (n === 0) this.held.delete(org); else this.held.set(org, n);
+      const i = this.waiting.findIndex((w) => this.fits(w.org));
+      if (i >= 0) this.waiting.splice(i, 1)[0]?.go();
+    };
+  }
+
+  acquire(org: string): Promise<() => void> {
+    if (this.fits(org)) return Promise.resolve(this.take(org));
+    return new Promise((resolve) => this.waiting.push({ org, go: () => resolve(this.take(org)) }));
+  }
+}
+
+export interface ViewerDataDeps {
+  store: ObjectStore;
+  runner: ToolRunner;
+  /** Where the file's text is parsed: each organization's own worker. */
+  readers: ReaderPool;
+  /** A slot of the organization's compute limit (the engine's), when there is an engine. */
+  slots?: SlotGate;
+  /** Preparation places on this server (default MAX_CONCURRENT_PREPARATIONS). */
+  places?: number;
+}
 
 export class ViewerData {
   private prepared = new Map<string, Promise<PreparedView>>();
-  private running = 0;
-  private waiting: Array<() => void> = [];
-  private tables = new Map<string, Promise<{ header: string[]; types: Array<"number" | "text">; rows: string[][] }>>();
+  private readonly gate: PreparationGate;
 
-  constructor(private readonly deps: { store: ObjectStore; runner: ToolRunner }) {}
+  constructor(private readonly deps: ViewerDataDeps) {
+    this.gate = new PreparationGate(deps.places ?? MAX_CONCURRENT_PREPARATIONS);
+  }
+
+  /** One read of the organization's, in its reader worker, over the object at `key`. */
+  private read<K extends ReaderOp["kind"]>(org: string, key: string, op: Extract<ReaderOp, { kind: K }>): Promise<ReaderResults[K]> {
+    return this.deps.readers.run(org, op, async () => (await this.deps.store.get(key)).body).catch((e: unknown) => {
+      throw e instanceof ReaderError ? new ViewerDataError("unreadable", e.message) : e;
+    });
+  }
 
   /** The storage key of a grant's file (or reference), re-checked: a grant names keys of its own workspace only. */
   key(grant: FileGrant, rel: string): string {
@@ -114,14 +181,27 @@ export class ViewerData {
     const derived = `_system/orgs/${grant.o}/workspaces/${grant.w}/derived/${fp}/`;
     const done = await this.readJson<PreparedView>(derived + "view.json");
     if (done) return done;
-    while (this.running >= MAX_CONCURRENT_PREPARATIONS) await new Promise<void>((r) => this.waiting.push(r));
-    this.running++;
+    const abort = new AbortController();
+    const slot = this.deps.slots ? await this.deps.slots(grant.o, `viewer-${fp}`, abort.signal) : () => undefined;
     try {
-      return await this.build(grant, key, info, ref, derived);
+      const place = await this.gate.acquire(grant.o);
+      try {
+        return await this.build(grant, key, info, ref, derived);
+      } catch (e) {
+        // A preparation that failed leaves nothing behind in the derived area.
+        await this.clear(derived).catch(() => undefined);
+        throw e;
+      } finally {
+        place();
+      }
     } finally {
-      this.running--;
-      this.waiting.shift()?.();
+      slot();
     }
+  }
+
+  private async clear(prefix: string): Promise<void> {
+    const page = await this.deps.store.list(prefix, { limit: 1000 });
+    await Promise.all(page.items.map((i) => this.deps.store.delete(i.key)));
   }
 
   private async build(grant: FileGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, derived: string): Promise<PreparedView> {
@@ -165,27 +245,24 @@ export class ViewerData {
     } catch { return undefined; }
   }
 
-  /** Text of an object, whole (small files only), gunzipped when `gz`. */
-  private async text(key: string, gz: boolean, maxBytes = Infinity): Promise<string> {
+  /** An object gunzipped into a working file, up to PREPARED_FILE_MAX_BYTES and the tool deadline. */
+  private async gunzipTo(key: string, dest: string): Promise<void> {
     let n = 0;
-    const chunks: Buffer[] = [];
-    for await (const c of this.textStream(key, gz)) {
-      chunks.push(c);
-      n += c.length;
-      if (n > maxBytes) break;
-    }
-    return Buffer.concat(chunks).toString("utf8");
-  }
-
-  private async *textStream(key: string, gz: boolean): AsyncGenerator<Buffer> {
+    const cap = new Transform({
+      transform(c: Buffer, _e, done) {
+        n += c.length;
+        done(n > PREPARED_FILE_MAX_BYTES ? new ReaderError(`the file is larger than ${boundSize(PREPARED_FILE_MAX_BYTES)} once decompressed; the viewer decompresses at most that much`) : null, c);
+      },
+    });
     const { body } = await this.deps.store.get(key);
-    const src = Readable.from(body as AsyncIterable<Uint8Array>);
-    const stream = gz ? src.pipe(createGunzip()) : src;
     try {
-      for await (const c of stream) yield c as Buffer;
-    } finally {
-      src.destroy();
-      if (gz) stream.destroy();
+      await pipeline(Readable.from(body as AsyncIterable<Uint8Array>), createGunzip(), cap, createWriteStream(dest), { signal: AbortSignal.timeout(TOOL_TIMEOUT_MS) });
+    } catch (e) {
+      const err = e as { name?: string; code?: string; message?: string };
+      if (e instanceof ReaderError) throw new ViewerDataError("unreadable", e.message);
+      if (err.name === "AbortError") throw new ViewerDataError("unreadable", `decompressing the file took longer than ${TOOL_TIMEOUT_MS / 60_000} minutes`);
+      if (err.code?.startsWith("Z_")) throw new ViewerDataError("unreadable", `the file is not valid gzip (${err.message ?? ""})`);
+      throw e;
     }
   }
 
@@ -212,7 +289,7 @@ export class ViewerData {
   }
 
   private async tool(dir: string, argv: string[], inputs: Array<{ host: string; name: string }>, what: string, extra: { stopAfterLines?: number; keepTail?: boolean; maxStdout?: number } = {}) {
-    const r = await this.deps.runner.run(dir, { argv, inputs, timeoutMs: TOOL_TIMEOUT_MS, ...extra });
+    const r = await this.deps.runner.run(dir, { argv, inputs, timeoutMs: TOOL_TIMEOUT_MS, maxFileBytes: PREPARED_FILE_MAX_BYTES, ...extra });
     if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${toolSays(r.stderr) || `exit ${r.code}`}`);
     return r.stdout;
   }
@@ -223,24 +300,10 @@ export class ViewerData {
     const { view } = c;
     view.track = { format: "vcf", indexed: false };
     if (view.subtype === "vcf" && !c.gz && c.info.size <= VCF_INLINE_MAX_BYTES) {
-      const text = await this.text(c.key, false);
-      const contigs = new Map<string, number>();
-      for (const m of text.matchAll(/^##contig=<ID=([^,>]+)(?:,[^>]*?length=(\d+))?/gm)) contigs.set(m[1] as string, Number(m[2] ?? 0));
-      const maxPos = new Map<string, number>();
-      let first: [string, number] | undefined;
-      let records = 0;
-      for (const line of text.split("\n")) {
-        if (!line || line.startsWith("#")) continue;
-        const t1 = line.indexOf("\t");
-        const t2 = line.indexOf("\t", t1 + 1);
-        const chr = line.slice(0, t1);
-        const pos = Number(line.slice(t1 + 1, t2));
-        if (!chr || !Number.isFinite(pos)) throw new ViewerDataError("unreadable", `line ${records + 1} of the records is not a VCF record`);
-        records++;
-        first ??= [chr, pos];
-        maxPos.set(chr, Math.max(maxPos.get(chr) ?? 0, pos));
-      }
-      if (!text.startsWith("##fileformat=VCF")) throw new ViewerDataError("unreadable", "this is not a VCF file (it does not start with ##fileformat=VCF)");
+      const scan = await this.read(c.grant.o, c.key, { kind: "vcf-scan" });
+      const contigs = new Map(scan.contigs);
+      const maxPos = new Map(scan.maxPos);
+      const { first, records } = scan;
       this.contigs(view, contigs, maxPos);
       view.stats = { variants: records };
       if (first) view.locus = this.variantLocus(view, first);
@@ -258,7 +321,7 @@ export class ViewerData {
       const input = await this.local(c.dir, c.key, `input.${view.subtype}${c.gz ? ".gz" : ""}`);
       const inName = `input.${view.subtype}${c.gz ? ".gz" : ""}`;
       await this.tool(c.dir, ["bcftools", "view", "--no-version", "-Oz", "-o", "variants.vcf.gz", `in/${inName}`], [{ host: input, name: inName }], "converting to bgzipped VCF (bcftools view)");
-      const r = await this.deps.runner.run(c.dir, { argv: ["tabix", "-f", "-p", "vcf", "variants.vcf.gz"], timeoutMs: TOOL_TIMEOUT_MS });
+      const r = await this.deps.runner.run(c.dir, { argv: ["tabix", "-f", "-p", "vcf", "variants.vcf.gz"], timeoutMs: TOOL_TIMEOUT_MS, maxFileBytes: PREPARED_FILE_MAX_BYTES });
       if (r.code !== 0) {
         // Unsorted records: sort, then index.
         await this.tool(c.dir, ["bcftools", "sort", "-Oz", "-o", "variants.vcf.gz", `in/${inName}`], [{ host: input, name: inName }], "sorting the VCF (bcftools sort)");
@@ -337,7 +400,7 @@ export class ViewerData {
       view.notes.push("converted from SAM to sorted, indexed BAM (samtools sort, samtools index)");
     } else {
       const idxFile = cram ? "alignments.crai" : "alignments.bai";
-      const r = await this.deps.runner.run(c.dir, { argv: ["samtools", "index", "-o", idxFile, `in/${inName}`], inputs: [{ host: input, name: inName }], timeoutMs: TOOL_TIMEOUT_MS });
+      const r = await this.deps.runner.run(c.dir, { argv: ["samtools", "index", "-o", idxFile, `in/${inName}`], inputs: [{ host: input, name: inName }], timeoutMs: TOOL_TIMEOUT_MS, maxFileBytes: PREPARED_FILE_MAX_BYTES });
       if (r.code === 0) {
         index = await this.upload(c.dir, idxFile, c.derived + idxFile);
         indexLocal = join(c.dir, "work", idxFile);
@@ -383,30 +446,29 @@ export class ViewerData {
   /* ------------------------------------------------------------ sequences */
 
   /** A FASTA (or a link's reference): the plain file and its `.fai`, derived when missing. */
-  private async fastaFiles(c: Ctx, key: string, gz: boolean, prefix: "" | "reference-"): Promise<{ fasta: string; fai: string; sequences: Array<{ name: string; length: number }> }> {
+  private async fastaFiles(c: Ctx, key: string, gz: boolean, prefix: "" | "reference-"): Promise<{ fasta: string; fai: string } & ReaderResults["fai"]> {
     let fasta = key;
     let fai = gz ? undefined : await this.sibling(key, [`${key}.fai`]);
-    let faiText: string;
+    let index: ReaderResults["fai"];
     if (gz) {
       const plain = `${prefix}sequence.fa`;
-      await pipeline(Readable.from(this.textStream(key, true)), createWriteStream(join(c.dir, "work", plain)));
+      await this.gunzipTo(key, join(c.dir, "work", plain));
       await this.tool(c.dir, ["samtools", "faidx", plain], [], "indexing the FASTA (samtools faidx)");
       fasta = await this.upload(c.dir, plain, c.derived + plain, "text/plain");
       fai = await this.upload(c.dir, `${plain}.fai`, c.derived + `${plain}.fai`, "text/plain");
-      faiText = readFileSync(join(c.dir, "work", `${plain}.fai`), "utf8");
+      index = await this.read(c.grant.o, fai, { kind: "fai" });
       c.view.notes.push(`${prefix ? "reference " : ""}decompressed and indexed (samtools faidx)`);
     } else if (fai) {
-      faiText = await this.text(fai, false);
+      index = await this.read(c.grant.o, fai, { kind: "fai" });
     } else {
       const input = await this.local(c.dir, key, `${prefix}input.fa`);
       const out = `${prefix}sequence.fa.fai`;
       await this.tool(c.dir, ["samtools", "faidx", "--fai-idx", out, `in/${prefix}input.fa`], [{ host: input, name: `${prefix}input.fa` }], "indexing the FASTA (samtools faidx)");
       fai = await this.upload(c.dir, out, c.derived + out, "text/plain");
-      faiText = readFileSync(join(c.dir, "work", out), "utf8");
+      index = await this.read(c.grant.o, fai, { kind: "fai" });
       c.view.notes.push(`${prefix ? "reference " : ""}index built with samtools faidx`);
     }
-    const sequences = faiText.split("\n").filter(Boolean).map((l) => { const [name, len] = l.split("\t"); return { name: name as string, length: Number(len) }; });
-    return { fasta, fai, sequences };
+    return { fasta, fai, ...index };
   }
 
   private async fasta(c: Ctx): Promise<void> {
@@ -414,8 +476,8 @@ export class ViewerData {
     c.view.files.primary = f.fasta;
     c.view.files["primary-index"] = f.fai;
     c.view.genome = { kind: "fasta", name: c.view.name };
-    c.view.sequences = f.sequences.slice(0, 10_000);
-    c.view.stats = { sequences: f.sequences.length, bases: f.sequences.reduce((a, s) => a + s.length, 0) };
+    c.view.sequences = f.sequences;
+    c.view.stats = { sequences: f.count, bases: f.bases };
     const s = f.sequences[0];
     if (s) c.view.locus = formatRegion({ chr: s.name, start: 1, end: Math.min(s.length, 10_000) });
   }
@@ -426,98 +488,39 @@ export class ViewerData {
     c.view.files.reference = f.fasta;
     c.view.files["reference-index"] = f.fai;
     c.view.genome = { kind: "fasta", name: ref.key.split("/").pop() ?? "reference" };
-    if (!c.view.sequences?.length) c.view.sequences = f.sequences.slice(0, 10_000);
+    if (!c.view.sequences?.length) c.view.sequences = f.sequences;
   }
 
   private async fastq(c: Ctx): Promise<void> {
-    const { records, complete } = await this.fastqSample(c.key, c.gz);
-    if (!records.length) throw new ViewerDataError("unreadable", "this FASTQ file holds no reads");
-    const phredOffset = detectPhredOffset(records);
-    c.view.fastq = { sampled: records.length, complete, phredOffset, summary: summarize(records, phredOffset) };
-  }
-
-  private async fastqSample(key: string, gz: boolean): Promise<{ records: FastqRecord[]; complete: boolean }> {
-    const reader = new FastqReader();
-    const records: FastqRecord[] = [];
-    let complete = true;
-    try {
-      for await (const chunk of this.textStream(key, gz)) {
-        records.push(...reader.push(chunk.toString("utf8")));
-        if (records.length >= FASTQ_SAMPLE_READS) { complete = false; break; }
-      }
-      if (complete) records.push(...reader.end());
-    } catch (e) {
-      throw new ViewerDataError("unreadable", e instanceof Error ? e.message : String(e));
-    }
-    return { records: records.slice(0, FASTQ_SAMPLE_READS), complete: complete && records.length <= FASTQ_SAMPLE_READS };
+    c.view.fastq = await this.read(c.grant.o, c.key, { kind: "fastq-summary", cacheKey: sha(version(c.info)), gz: c.gz });
   }
 
   /** A page of the FASTQ sample. */
   async reads(grant: FileGrant, offset: number, limit: number): Promise<{ reads: FastqRecord[]; total: number }> {
-    const { key } = await this.source(grant);
-    const { records } = await this.fastqSample(key, detectViewer(grant.k, grant.f)?.gzipped ?? false);
-    return { reads: records.slice(offset, offset + limit), total: records.length };
+    const { key, info } = await this.source(grant);
+    return this.read(grant.o, key, { kind: "fastq-reads", cacheKey: sha(version(info)), gz: detectViewer(grant.k, grant.f)?.gzipped ?? false, offset, limit });
   }
 
   /* ------------------------------------------------------------ tables */
 
   private async tableMeta(c: Ctx): Promise<void> {
-    const sample = await this.text(c.key, c.gz, 256 * 1024);
-    const delimiter: Delimiter = c.view.subtype === "tsv" ? "\t" : detectDelimiter(sample);
-    const cut = sample.length >= 256 * 1024 ? sample.slice(0, sample.lastIndexOf("\n") + 1) : sample;
-    const t = parseTable(cut, { delimiter });
+    const t = await this.read(c.grant.o, c.key, { kind: "table-load", cacheKey: sha(version(c.info)), gz: c.gz, ...(c.view.subtype === "tsv" ? { delimiter: "\t" as const } : {}) });
     if (t.header.length === 0) throw new ViewerDataError("unreadable", "this file holds no rows");
-    const sortable = c.info.size <= TABLE_MEMORY_MAX_BYTES;
-    c.view.table = { delimiter, header: t.header, headerDetected: t.headerDetected, types: columnTypes(t.rows, t.header.length), rows: null, sortable };
-    if (sortable) {
-      const full = await this.loadTable(c.key, c.gz, c.view);
-      c.view.table.rows = full.rows.length;
-      c.view.table.types = full.types;
-    }
-  }
-
-  private loadTable(key: string, gz: boolean, view: Pick<PreparedView, "table" | "size" | "lastModified">) {
-    const cacheKey = `${key}\n${view.size}\n${view.lastModified}`;
-    let p = this.tables.get(cacheKey);
-    if (!p) {
-      p = (async () => {
-        const text = await this.text(key, gz);
-        const t = parseTable(text, { delimiter: view.table?.delimiter ?? detectDelimiter(text.slice(0, 65536)) });
-        return { header: t.header, types: columnTypes(t.rows, t.header.length), rows: t.rows };
-      })();
-      this.tables.set(cacheKey, p);
-      p.catch(() => this.tables.delete(cacheKey));
-      if (this.tables.size > 4) this.tables.delete(this.tables.keys().next().value as string);
-    }
-    return p;
+    c.view.table = { delimiter: t.delimiter, header: t.header, headerDetected: t.headerDetected, types: t.types, rows: t.rows, sortable: !t.tooLarge };
+    if (t.tooLarge) c.view.notes.push(`shown in file order: ${t.tooLarge}`);
   }
 
   /** A page of a table: sorted and filtered over the whole file when it fits in memory, else in file order. */
   async rows(grant: FileGrant, q: { offset: number; limit: number; sort?: number; dir?: "asc" | "desc"; filter?: string }): Promise<{ rows: string[][]; total: number | null; filtered: number | null }> {
     const view = await this.prepare(grant);
-    const key = view.files.primary as string;
+    const { key, info } = await this.source(grant);
     const gz = detectViewer(grant.k, grant.f)?.gzipped ?? false;
+    const delimiter = view.table?.delimiter ?? ",";
     if (view.table?.sortable) {
-      const t = await this.loadTable(key, gz, view);
-      let rows = t.rows;
-      if (q.filter) rows = filterRows(rows, q.filter, t.header);
-      if (q.sort !== undefined && q.sort >= 0 && q.sort < t.header.length) rows = sortRows(rows, q.sort, t.types[q.sort] ?? "text", q.dir ?? "asc");
-      return { rows: rows.slice(q.offset, q.offset + q.limit), total: t.rows.length, filtered: rows.length };
+      const page = await this.read(grant.o, key, { kind: "table-page", cacheKey: sha(version(info)), gz, delimiter, q });
+      if (!("tooLarge" in page)) return page;
     }
-    // Too large to hold: stream to the page, in file order.
-    const parser = new DelimitedParser(view.table?.delimiter ?? ",");
-    const out: string[][] = [];
-    let seen = 0;
-    let skipHeader = view.table?.headerDetected ?? false;
-    for await (const chunk of this.textStream(key, gz)) {
-      for (const r of parser.push(chunk.toString("utf8"))) {
-        if (skipHeader) { skipHeader = false; continue; }
-        if (r.length === 1 && r[0]?.startsWith("#")) continue;
-        if (seen++ >= q.offset) out.push(r);
-        if (out.length >= q.limit) return { rows: out, total: null, filtered: null };
-      }
-    }
-    return { rows: out, total: seen, filtered: seen };
+    return this.read(grant.o, key, { kind: "stream-page", gz, delimiter, headerDetected: view.table?.headerDetected ?? false, offset: q.offset, limit: q.limit });
   }
 }
 

@@ -4,7 +4,7 @@
  * The caller decides what to run; this only runs it: argv arrays, never a shell; inputs
  * mounted read-only under `in/` of a fresh working directory, inside the same bubblewrap
  * sandbox as embedded steps where bubblewrap works (no network, nothing else of the host);
- * a time limit; stdout kept only up to a bound, or cut off early once the caller has read
+ * a time limit and a largest file; stdout kept only up to a bound, or cut off early once the caller has read
  * what it wanted (`stopAfterLines`).
  */
 import { spawn } from "node:child_process";
@@ -23,6 +23,8 @@ export interface ToolRun {
   keepTail?: boolean;
   /** Stop the tool once this many stdout lines have arrived (e.g. the first record). */
   stopAfterLines?: number;
+  /** No file the tool writes may grow past this many bytes (RLIMIT_FSIZE, through prlimit). */
+  maxFileBytes?: number;
 }
 
 export interface ToolResult { code: number | null; stdout: string; stderr: string; stopped: boolean }
@@ -67,13 +69,14 @@ export function createToolRunner(opts: { tmpRoot?: string; sandbox?: "auto" | "o
         if (!NAME.test(i.name)) throw new Error(`tool input name ${JSON.stringify(i.name)} is not a plain file name`);
         binds.push({ host: i.host, path: `/work/in/${i.name}`, readOnly: true });
       }
+      const limited = job.maxFileBytes === undefined ? job.argv : ["prlimit", `--fsize=${Math.floor(job.maxFileBytes)}`, "--", ...job.argv];
       let argv: string[];
       if (await useSandbox()) {
         for (const b of binds) writeFileSync(join(work, "in", b.path.slice("/work/in/".length)), "");
-        argv = bwrapArgv({ workDir: work, tmpDir: join(dir, "tmp"), passwdFile: join(dir, "passwd"), binds, env: { PATH: "/usr/bin:/bin", HOME: "/work", TMPDIR: "/tmp" }, argv: job.argv });
+        argv = bwrapArgv({ workDir: work, tmpDir: join(dir, "tmp"), passwdFile: join(dir, "passwd"), binds, env: { PATH: "/usr/bin:/bin", HOME: "/work", TMPDIR: "/tmp" }, argv: limited });
       } else {
         for (const i of job.inputs ?? []) symlinkSync(i.host, join(work, "in", i.name));
-        argv = job.argv;
+        argv = limited;
       }
       const max = job.maxStdout ?? 1024 * 1024;
       return new Promise<ToolResult>((resolve, reject) => {
