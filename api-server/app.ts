@@ -27,6 +27,7 @@ import { pipelineRoutes } from "./routes/pipelines.js";
 import { toolRoutes } from "./routes/tools.js";
 import { viewerRoutes } from "./routes/viewers.js";
 import type { ReaderPoolOptions } from "../engine/readers/pool.js";
+import type { ViewerDataDeps } from "../engine/viewer-data.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
 import { createRenderJobs, type RenderJobs } from "../engine/render-jobs.js";
@@ -57,6 +58,8 @@ export interface AppDeps {
   toolRunner?: ToolRunner;
   /** The viewers' per-organization reader workers: heap, deadline, how many (default: engine/readers/pool.ts). */
   readers?: ReaderPoolOptions;
+  /** A viewer preparation's deadline and largest file (default: engine/viewer-data.ts). */
+  viewerLimits?: ViewerDataDeps["limits"];
   /** The agent's LLM (OPERON_LLM_*): settings, or a provider object; neither: /v1/query answers 503. */
   llm?: { settings?: LlmSettings; provider?: LlmProvider; limits?: Partial<AgentLimits>; /** POST /v1/query/stream's keep-alive comment interval (default 15 s). */ keepAliveMs?: number };
 }
@@ -232,7 +235,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.config.storage === "local") await app.register(storageRoutes);
   await app.register(toolRoutes, deps.engine ? { engine: deps.engine } : {});
   if (deps.engine) await app.register(pipelineRoutes, { engine: deps.engine });
-  await app.register(viewerRoutes, { ...(deps.toolRunner ? { runner: deps.toolRunner } : {}), ...(deps.readers ? { readers: deps.readers } : {}) });
+  await app.register(viewerRoutes, { ...(deps.toolRunner ? { runner: deps.toolRunner } : {}), ...(deps.readers ? { readers: deps.readers } : {}), ...(deps.viewerLimits ? { limits: deps.viewerLimits } : {}) });
   let renders = deps.renders;
   if (!renders && deps.engine) {
     const made = createRenderJobs(deps.engine, deps.store, clock, { metrics: metrics.registry, log: (m) => app.log.warn(m) });

@@ -41,8 +41,8 @@ export const VCF_INLINE_MAX_BYTES = READER_BOUNDS.vcfInlineBytes;
 export const TABLE_MEMORY_MAX_BYTES = READER_BOUNDS.tableMemoryBytes;
 /** Reads of a FASTQ sampled for the read browser and its summary. */
 export const FASTQ_SAMPLE_READS = READER_BOUNDS.fastqReads;
-/** Longest a conversion may take. */
-const TOOL_TIMEOUT_MS = 15 * 60_000;
+/** Longest a conversion (or a decompression) may take. */
+export const TOOL_TIMEOUT_MS = 15 * 60_000;
 /** Largest file a preparation writes: a decompressed FASTA, a sorted BAM, a bgzipped VCF. */
 export const PREPARED_FILE_MAX_BYTES = 8 * 1024 * 1024 * 1024;
 
@@ -82,6 +82,7 @@ export class ViewerDataError extends Error {
 /** A tool's last words for the page: its own names for the working files (`in/input.bam`) read as "the file". */
 const toolSays = (stderr: string) => stderr.split("\n").filter((l) => l.trim()).slice(-2).join(" ").replace(/"?\bin\/[\w.-]+"?/g, "the file");
 
+const duration = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000} minutes` : `${Math.round(ms / 1000)} s`);
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const version = (i: ObjectInfo) => `${i.key}\n${i.size}\n${i.sha256 ?? i.etag ?? i.lastModified.toISOString()}`;
 
@@ -131,14 +132,20 @@ export interface ViewerDataDeps {
   slots?: SlotGate;
   /** Preparation places on this server (default MAX_CONCURRENT_PREPARATIONS). */
   places?: number;
+  /** Bounds of a preparation (defaults TOOL_TIMEOUT_MS, PREPARED_FILE_MAX_BYTES). */
+  limits?: { toolTimeoutMs?: number; preparedFileBytes?: number };
 }
 
 export class ViewerData {
   private prepared = new Map<string, Promise<PreparedView>>();
   private readonly gate: PreparationGate;
+  private readonly timeoutMs: number;
+  private readonly fileBytes: number;
 
   constructor(private readonly deps: ViewerDataDeps) {
     this.gate = new PreparationGate(deps.places ?? MAX_CONCURRENT_PREPARATIONS);
+    this.timeoutMs = deps.limits?.toolTimeoutMs ?? TOOL_TIMEOUT_MS;
+    this.fileBytes = deps.limits?.preparedFileBytes ?? PREPARED_FILE_MAX_BYTES;
   }
 
   /** One read of the organization's, in its reader worker, over the object at `key`. */
@@ -245,22 +252,23 @@ export class ViewerData {
     } catch { return undefined; }
   }
 
-  /** An object gunzipped into a working file, up to PREPARED_FILE_MAX_BYTES and the tool deadline. */
+  /** An object gunzipped into a working file, up to the largest prepared file and the tool deadline. */
   private async gunzipTo(key: string, dest: string): Promise<void> {
     let n = 0;
+    const max = this.fileBytes;
     const cap = new Transform({
       transform(c: Buffer, _e, done) {
         n += c.length;
-        done(n > PREPARED_FILE_MAX_BYTES ? new ReaderError(`the file is larger than ${boundSize(PREPARED_FILE_MAX_BYTES)} once decompressed; the viewer decompresses at most that much`) : null, c);
+        done(n > max ? new ReaderError(`the file is larger than ${boundSize(max)} once decompressed; the viewer decompresses at most that much`) : null, c);
       },
     });
     const { body } = await this.deps.store.get(key);
     try {
-      await pipeline(Readable.from(body as AsyncIterable<Uint8Array>), createGunzip(), cap, createWriteStream(dest), { signal: AbortSignal.timeout(TOOL_TIMEOUT_MS) });
+      await pipeline(Readable.from(body as AsyncIterable<Uint8Array>), createGunzip(), cap, createWriteStream(dest), { signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (e) {
       const err = e as { name?: string; code?: string; message?: string };
       if (e instanceof ReaderError) throw new ViewerDataError("unreadable", e.message);
-      if (err.name === "AbortError") throw new ViewerDataError("unreadable", `decompressing the file took longer than ${TOOL_TIMEOUT_MS / 60_000} minutes`);
+      if (err.name === "AbortError") throw new ViewerDataError("unreadable", `decompressing the file took longer than ${duration(this.timeoutMs)}, the most a preparation may take`);
       if (err.code?.startsWith("Z_")) throw new ViewerDataError("unreadable", `the file is not valid gzip (${err.message ?? ""})`);
       throw e;
     }
@@ -289,9 +297,17 @@ export class ViewerData {
   }
 
   private async tool(dir: string, argv: string[], inputs: Array<{ host: string; name: string }>, what: string, extra: { stopAfterLines?: number; keepTail?: boolean; maxStdout?: number } = {}) {
-    const r = await this.deps.runner.run(dir, { argv, inputs, timeoutMs: TOOL_TIMEOUT_MS, maxFileBytes: PREPARED_FILE_MAX_BYTES, ...extra });
-    if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${toolSays(r.stderr) || `exit ${r.code}`}`);
+    const r = await this.deps.runner.run(dir, { argv, inputs, timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes, ...extra });
+    if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${this.bound(r) ?? (toolSays(r.stderr) || `exit ${r.code}`)}`);
     return r.stdout;
+  }
+
+  /** The bound that ended a tool, in words: its deadline, or the largest file it may write. */
+  private bound(r: { code: number | null; signal?: NodeJS.Signals | null; stopped: boolean }): string | undefined {
+    if (r.signal === "SIGKILL" && !r.stopped) return `it took longer than ${duration(this.timeoutMs)}, the most a preparation may take`;
+    // In the sandbox, bubblewrap exits 128 + the signal that ended the tool.
+    if (r.signal === "SIGXFSZ" || r.code === 128 + 25) return `it would write a file larger than ${boundSize(this.fileBytes)}, the most a preparation may write`;
+    return undefined;
   }
 
   /* ------------------------------------------------------------ variants */
@@ -321,7 +337,7 @@ export class ViewerData {
       const input = await this.local(c.dir, c.key, `input.${view.subtype}${c.gz ? ".gz" : ""}`);
       const inName = `input.${view.subtype}${c.gz ? ".gz" : ""}`;
       await this.tool(c.dir, ["bcftools", "view", "--no-version", "-Oz", "-o", "variants.vcf.gz", `in/${inName}`], [{ host: input, name: inName }], "converting to bgzipped VCF (bcftools view)");
-      const r = await this.deps.runner.run(c.dir, { argv: ["tabix", "-f", "-p", "vcf", "variants.vcf.gz"], timeoutMs: TOOL_TIMEOUT_MS, maxFileBytes: PREPARED_FILE_MAX_BYTES });
+      const r = await this.deps.runner.run(c.dir, { argv: ["tabix", "-f", "-p", "vcf", "variants.vcf.gz"], timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes });
       if (r.code !== 0) {
         // Unsorted records: sort, then index.
         await this.tool(c.dir, ["bcftools", "sort", "-Oz", "-o", "variants.vcf.gz", `in/${inName}`], [{ host: input, name: inName }], "sorting the VCF (bcftools sort)");
@@ -400,7 +416,7 @@ export class ViewerData {
       view.notes.push("converted from SAM to sorted, indexed BAM (samtools sort, samtools index)");
     } else {
       const idxFile = cram ? "alignments.crai" : "alignments.bai";
-      const r = await this.deps.runner.run(c.dir, { argv: ["samtools", "index", "-o", idxFile, `in/${inName}`], inputs: [{ host: input, name: inName }], timeoutMs: TOOL_TIMEOUT_MS, maxFileBytes: PREPARED_FILE_MAX_BYTES });
+      const r = await this.deps.runner.run(c.dir, { argv: ["samtools", "index", "-o", idxFile, `in/${inName}`], inputs: [{ host: input, name: inName }], timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes });
       if (r.code === 0) {
         index = await this.upload(c.dir, idxFile, c.derived + idxFile);
         indexLocal = join(c.dir, "work", idxFile);
@@ -412,7 +428,7 @@ export class ViewerData {
         index = await this.upload(c.dir, "alignments.bam.bai", c.derived + "alignments.bam.bai");
         [primaryLocal, primaryName, indexLocal] = [join(c.dir, "work", "alignments.bam"), "alignments.bam", join(c.dir, "work", "alignments.bam.bai")];
         view.notes.push("sorted and indexed for the viewer (samtools sort, samtools index)");
-      } else throw new ViewerDataError("unreadable", `this ${ext.toUpperCase()} file could not be indexed: ${toolSays(r.stderr)}`);
+      } else throw new ViewerDataError("unreadable", `this ${ext.toUpperCase()} file could not be indexed: ${this.bound(r) ?? toolSays(r.stderr)}`);
     }
     view.files["primary-index"] = index;
     const idxName = `a.${(indexLocal as string).split(".").pop()}`;

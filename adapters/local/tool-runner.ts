@@ -27,7 +27,8 @@ export interface ToolRun {
   maxFileBytes?: number;
 }
 
-export interface ToolResult { code: number | null; stdout: string; stderr: string; stopped: boolean }
+/** `signal`: what ended the tool when it did not exit (SIGKILL at the time limit, SIGXFSZ past the largest file). */
+export interface ToolResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; stopped: boolean }
 
 export interface ToolRunner {
   /** A fresh working directory (the tool's cwd); remove it with `dispose`. */
@@ -97,7 +98,7 @@ export function createToolRunner(opts: { tmpRoot?: string; sandbox?: "auto" | "o
         });
         child.stderr.on("data", (d: Buffer) => { if (err.length < 16_384) err += d.toString(); });
         child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout: job.keepTail ? out.slice(-max) : out, stderr: err.trim(), stopped }));
+        child.on("close", (code, signal) => resolve({ code, signal, stdout: job.keepTail ? out.slice(-max) : out, stderr: err.trim(), stopped }));
       });
     },
   };

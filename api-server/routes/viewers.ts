@@ -17,7 +17,7 @@ import { z } from "zod";
 import { detectViewer, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type FileGrant, isFileGrant, type ViewerGrant } from "../../core/viewers.js";
 import { workspaceRoot as workspaceRootKey } from "../../core/layout.js";
 import type { ObjectStore } from "../../core/ports.js";
-import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type PreparedView } from "../../engine/viewer-data.js";
+import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type PreparedView, type ViewerDataDeps } from "../../engine/viewer-data.js";
 import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
 import { ReaderPool, type ReaderPoolOptions } from "../../engine/readers/pool.js";
 import { organizationSlots } from "../../engine/render-jobs.js";
@@ -109,12 +109,12 @@ function problemPage(reply: FastifyReply, status: number, title: string, message
   return pageHeaders(reply).status(status).type("text/html; charset=utf-8").send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)} — Operon</title><link rel="icon" href="data:,"><link rel="stylesheet" href="assets/viewer.css"></head><body class="problem"><main><h1>${esc(title)}</h1><p>${esc(message)}</p><p class="hint">Viewer links are issued by <code>POST /v1/visualizations/viewer-url</code> and stop working when they expire.</p></main></body></html>`);
 }
 
-export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRunner; readers?: ReaderPoolOptions } = {}): Promise<void> {
+export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRunner; readers?: ReaderPoolOptions; limits?: ViewerDataDeps["limits"] } = {}): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { store, config, clock, engine } = app.operon.deps;
   const readers = new ReaderPool(opts.readers);
   app.addHook("onClose", () => readers.close());
-  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner(), readers, ...(engine ? { slots: organizationSlots(engine, store) } : {}) });
+  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner(), readers, ...(engine ? { slots: organizationSlots(engine, store) } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
   const assets = loadAssets();
   if (!assets.has("common.js")) app.log.error("viewer pages unavailable: web/viewers/ is not installed next to the api-server");
 

@@ -25,7 +25,9 @@ export interface ReaderPoolOptions {
 export type OpenSource = () => Promise<AsyncIterable<Uint8Array>>;
 
 interface Job { op: ReaderOp; open: OpenSource; resolve: (v: unknown) => void; reject: (e: Error) => void }
-interface OrgReader { worker?: Worker; current?: (m: FromWorker) => void; fail?: (e: Error) => void; queue: Job[]; running: boolean; idle?: NodeJS.Timeout }
+/** A worker and the read it is doing: what its messages, its error and its exit go to. */
+interface Slot { worker: Worker; current?: (m: FromWorker) => void; fail?: (e: Error) => void; ending?: boolean }
+interface OrgReader { slot?: Slot; queue: Job[]; running: boolean; idle?: NodeJS.Timeout }
 
 /** Bytes sent to a worker per message. */
 const BATCH_BYTES = 1024 * 1024;
@@ -69,8 +71,8 @@ export class ReaderPool {
     await Promise.all([...this.orgs.values()].map(async (r) => {
       clearTimeout(r.idle);
       for (const j of r.queue.splice(0)) j.reject(new Error("the readers are closed"));
-      r.fail?.(new Error("the readers are closed"));
-      await r.worker?.terminate();
+      r.slot?.fail?.(new Error("the readers are closed"));
+      await r.slot?.worker.terminate();
     }));
     this.orgs.clear();
   }
@@ -80,59 +82,62 @@ export class ReaderPool {
     if (!r || r.running || this.closed) return;
     const job = r.queue.shift();
     if (!job) {
-      if (!r.worker) { this.orgs.delete(org); return; }
+      if (r.slot?.ending) r.slot = undefined;
+      if (!r.slot) { this.orgs.delete(org); return; }
       clearTimeout(r.idle);
       if (this.waiting.length > 0) this.retire(org);
       else r.idle = setTimeout(() => this.retire(org), this.idleMs).unref();
       return;
     }
     clearTimeout(r.idle);
-    if (!r.worker) {
+    if (r.slot?.ending) r.slot = undefined;
+    if (!r.slot) {
       if (this.live >= this.maxWorkers) {
         r.queue.unshift(job);
         if (!this.waiting.includes(org)) this.waiting.push(org);
         this.retireOneIdle();
         return;
       }
-      r.worker = this.spawn(org, r);
+      r.slot = this.spawn(org, r);
     }
     r.running = true;
-    void this.execute(r, r.worker, job).finally(() => { r.running = false; this.pump(org); });
+    void this.execute(r.slot, job).finally(() => { r.running = false; this.pump(org); });
   }
 
-  private spawn(org: string, r: OrgReader): Worker {
+  private spawn(org: string, r: OrgReader): Slot {
     this.live++;
     const w = new Worker(workerUrl, { workerData: { operonReader: true }, resourceLimits: { maxOldGenerationSizeMb: this.heapMb }, stdout: false, stderr: false });
+    const slot: Slot = { worker: w };
     w.unref();
-    w.on("message", (m: FromWorker) => r.current?.(m));
+    w.on("message", (m: FromWorker) => slot.current?.(m));
     w.on("error", (e: Error & { code?: string }) => {
-      if (r.worker === w) r.worker = undefined;
-      r.fail?.(e.code === "ERR_WORKER_OUT_OF_MEMORY" ? new ReaderError(`reading the file needed more than ${this.heapMb} MB of memory, the most one organization's reader may use`) : e);
+      if (r.slot === slot) r.slot = undefined;
+      slot.fail?.(e.code === "ERR_WORKER_OUT_OF_MEMORY" ? new ReaderError(`reading the file needed more than ${this.heapMb} MB of memory, the most one organization's reader may use`) : e);
     });
     w.once("exit", () => {
-      if (r.worker === w) r.worker = undefined;
+      if (r.slot === slot) r.slot = undefined;
       this.live--;
-      r.fail?.(new ReaderError("the file's reader stopped"));
+      slot.fail?.(new ReaderError("the file's reader stopped"));
       this.admitWaiting();
-      if (this.orgs.get(org) === r && !r.running && r.queue.length === 0 && !r.worker) this.orgs.delete(org);
+      if (this.orgs.get(org) === r && !r.running && r.queue.length === 0 && !r.slot) this.orgs.delete(org);
     });
-    return w;
+    return slot;
   }
 
   /** End `org`'s idle worker (its kept tables go with it) and let a waiting organization in. */
   private retire(org: string): void {
     const r = this.orgs.get(org);
-    if (!r || r.running || !r.worker) return;
+    if (!r || r.running || !r.slot) return;
     clearTimeout(r.idle);
-    const w = r.worker;
-    r.worker = undefined;
-    void w.terminate();
+    const slot = r.slot;
+    r.slot = undefined;
+    void slot.worker.terminate();
   }
 
   /** Makes a place by ending some organization's idle worker (the waiting one gets it at its exit). */
   private retireOneIdle(): void {
     for (const [org, r] of this.orgs) {
-      if (!r.running && r.worker && r.queue.length === 0) { this.retire(org); return; }
+      if (!r.running && r.slot && r.queue.length === 0) { this.retire(org); return; }
     }
   }
 
@@ -140,30 +145,38 @@ export class ReaderPool {
     while (this.waiting.length > 0 && this.live < this.maxWorkers) this.pump(this.waiting.shift() as string);
   }
 
-  private execute(r: OrgReader, w: Worker, job: Job): Promise<void> {
+  private execute(slot: Slot, job: Job): Promise<void> {
     const id = this.nextId++;
+    const w = slot.worker;
     const send = (m: ToWorker, transfer: ArrayBuffer[] = []) => w.postMessage(m, transfer);
     let source: AsyncIterator<Uint8Array> | undefined;
     return new Promise<void>((settle) => {
       let done = false;
+      let deadline: NodeJS.Timeout | undefined;
       const finish = (err: Error | undefined, value?: unknown) => {
         if (done) return;
         done = true;
         clearTimeout(deadline);
-        r.current = undefined;
-        r.fail = undefined;
+        clearTimeout(boot);
+        slot.current = undefined;
+        slot.fail = undefined;
         void source?.return?.();
         if (err) job.reject(err); else job.resolve(value);
         settle();
       };
-      const deadline = setTimeout(() => {
-        if (r.worker === w) r.worker = undefined;
-        finish(new ReaderError(`reading the file took longer than ${Math.round(this.timeoutMs / 1000)} s, the most one read may take`));
+      const overtime = (ms: number) => () => {
+        slot.ending = true;
+        slot.fail = undefined;
+        finish(new ReaderError(`reading the file took longer than ${Math.round(ms / 1000)} s, the most one read may take`));
         void w.terminate();
-      }, this.timeoutMs);
-      r.fail = (e) => finish(e);
-      r.current = (m) => {
+      };
+      // The read's time counts from its first message (a worker may still be starting on a busy
+      // machine); a worker that never starts is ended too.
+      const boot = setTimeout(overtime(this.timeoutMs), this.timeoutMs + 30_000);
+      slot.fail = (e) => finish(e);
+      slot.current = (m) => {
         if (m.id !== id) return;
+        deadline ??= setTimeout(overtime(this.timeoutMs), this.timeoutMs);
         if (m.type === "done") finish(undefined, m.value);
         else if (m.type === "failed") finish(m.bounded ? new ReaderError(m.message) : new Error(m.message));
         else if (m.type === "pull") {

@@ -174,6 +174,8 @@ async function streamPage(source: Source, op: Extract<ReaderOp, { kind: "stream-
   };
   for await (const s of boundedText(source, { gz: op.gz, maxBytes: READER_BOUNDS.tableStreamBytes, maxLineBytes: READER_BOUNDS.lineBytes, reader: TABLE })) {
     if (take(parser.push(s))) return { rows: out, total: null, filtered: null };
+    // A quote left open makes one record of many lines: it is bounded like a line.
+    if (parser.pendingChars > READER_BOUNDS.lineBytes) throw new ReaderError(`a record of the file is longer than ${boundSize(READER_BOUNDS.lineBytes)} (is a quote left open?); ${TABLE} reads records up to that length`, "line");
   }
   take(parser.end());
   return { rows: out.slice(0, op.limit), total: seen, filtered: seen };

@@ -28,7 +28,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger" | "llm" | "readers">> & { publicUrl?: string; ttlSeconds?: number; rateLimit?: number; ipRateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue; referenceVolumes?: Record<string, string> } } = {}): Promise<TestApp> {
+export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "logger" | "llm" | "readers" | "viewerLimits">> & { publicUrl?: string; ttlSeconds?: number; rateLimit?: number; ipRateLimit?: number; store?: ObjectStore; engine?: { orgConcurrency?: number | ((org: string) => number); tools?: ToolCatalogue; referenceVolumes?: Record<string, string> } } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
@@ -48,6 +48,7 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | 
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
     ...(options.llm !== undefined ? { llm: options.llm } : {}),
     ...(options.readers !== undefined ? { readers: options.readers } : {}),
+    ...(options.viewerLimits !== undefined ? { viewerLimits: options.viewerLimits } : {}),
     ...(engine ? { engine } : {}),
   });
   return {

@@ -1,9 +1,10 @@
 /**
  * Hostile files made in the test, small on disk and in the test's memory: gzip bombs streamed
- * through zlib a megabyte at a time, and a sampler of a process's RSS.
+ * through zlib a megabyte at a time, BGZF (BAM) bombs of one repeated block, and a sampler of
+ * a process's RSS.
  */
 import { once } from "node:events";
-import { createGzip } from "node:zlib";
+import { crc32, createGzip, deflateRawSync } from "node:zlib";
 
 /** `pattern` repeated to `bytes`, gzipped (level 9): a few hundred KB for hundreds of MB. */
 export async function gzipBomb(pattern: string, bytes: number, prefix = ""): Promise<Buffer> {
@@ -26,4 +27,30 @@ export function rssSampler(ms = 50): { readonly max: number; stop(): number } {
   let max = process.memoryUsage.rss();
   const t = setInterval(() => { max = Math.max(max, process.memoryUsage.rss()); }, ms);
   return { get max() { return max; }, stop() { clearInterval(t); max = Math.max(max, process.memoryUsage.rss()); return max; } };
+}
+
+/** One BGZF block (BGZF's gzip member with its BC extra field) holding `data` (≤ 65,280 bytes). */
+export function bgzfBlock(data: Buffer): Buffer {
+  const deflated = deflateRawSync(data, { level: 9 });
+  const head = Buffer.from([31, 139, 8, 4, 0, 0, 0, 0, 0, 255, 6, 0, 66, 67, 2, 0, 0, 0]);
+  head.writeUInt16LE(head.length + deflated.length + 8 - 1, 16);
+  const tail = Buffer.alloc(8);
+  tail.writeUInt32LE(crc32(data), 0);
+  tail.writeUInt32LE(data.length, 4);
+  return Buffer.concat([head, deflated, tail]);
+}
+
+/**
+ * A BAM bomb: a valid BAM magic and a header text that says it is `textBytes` long, made of
+ * one repeated BGZF block (a few MB on disk for a GB of header).
+ */
+export function bamBomb(textBytes: number): Buffer {
+  const first = Buffer.alloc(8 + 65_272, 65);
+  first.write("BAM\x01", 0, "latin1");
+  first.writeInt32LE(textBytes, 4);
+  const block = bgzfBlock(Buffer.alloc(65_280, 65));
+  const blocks = [bgzfBlock(first)];
+  for (let n = 65_272; n < textBytes; n += 65_280) blocks.push(block);
+  blocks.push(bgzfBlock(Buffer.alloc(0)));
+  return Buffer.concat(blocks);
 }
