@@ -5,7 +5,8 @@
  * the deadline:
  * - `boundedChunks` / `boundedLines` / `readBounded`: text files, gzipped or not — the bytes
  *   read once decompressed are capped (a gzip bomb stops at the cap), and so is the length of
- *   a line (a file without newlines is never accumulated whole).
+ *   a line (a file without newlines is never accumulated whole). The counting is the viewers'
+ *   (`boundedBytes`, engine/readers/bounded.ts); the sentences are a chart's.
  * - `BoundedFile`: the file handle the @gmod BAM and bigWig readers are given — reads past the
  *   end are clipped, one read is capped, a whole-file read of a large file is refused, and the
  *   total read count and bytes are capped (whatever loop a crafted index sends the library
@@ -16,8 +17,8 @@
 import { createReadStream } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
-import { createGunzip } from "node:zlib";
 import { ChartError } from "../../core/charts/common.js";
+import { boundedBytes, ReaderError } from "../readers/bounded.js";
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -66,52 +67,25 @@ export function overLine(b: Pick<TextBounds, "what" | "maxLine">, record = false
   return new ChartError(`${b.what} has a ${record ? "record" : "line"} longer than ${size(max)} (${max.toLocaleString("en-US")} bytes), the most a chart reads in one ${record ? "record (is a quote left open?)" : "line"}; is it really a text table?`);
 }
 
-function gzError(e: unknown, what: string): unknown {
-  if (e instanceof ChartError) return e;
-  const msg = e instanceof Error ? e.message : String(e);
-  const code = (e as { code?: string }).code ?? "";
-  if (code.startsWith("Z_") || /incorrect header check|unexpected end of file|invalid|incorrect (data|length) check/i.test(msg)) {
-    return new ChartError(`${what} could not be decompressed (${msg}); is it really gzipped?`);
-  }
-  return e;
+function gzError(e: ReaderError, what: string): ChartError {
+  const msg = e.cause instanceof Error ? e.cause.message : e.message;
+  return new ChartError(`${what} could not be decompressed (${msg}); is it really gzipped?`);
 }
 
 /**
  * The file's bytes (gunzipped when the name ends .gz / .bgz), chunk by chunk, failing as soon
- * as more than `maxBytes` have come out or a line grows past `maxLine`. A plain file larger
- * than the cap fails before anything is read.
+ * as more than `maxBytes` have come out or a line (ended by LF or CR) grows past `maxLine`.
+ * A plain file larger than the cap fails before anything is read. The counting is
+ * `boundedBytes` (engine/readers/bounded.ts); its errors become this folder's sentences.
  */
 export async function* boundedChunks(path: string, b: TextBounds): AsyncGenerator<Buffer> {
   const gz = b.gzip ?? isGz(path);
   if (!gz && (await stat(path)).size > b.maxBytes) throw overBytes(b, false);
-  const maxLine = b.maxLine ?? LINE_MAX_BYTES;
-  const raw = createReadStream(path, { highWaterMark: 1 << 20 });
-  const input = gz ? raw.pipe(createGunzip({ chunkSize: 1 << 16 })) : raw;
-  let total = 0, run = 0;
   try {
-    for await (const c of input) {
-      const chunk = c as Buffer;
-      total += chunk.length;
-      if (total > b.maxBytes) throw overBytes(b, gz);
-      // The current line's length: bytes since the last LF or CR.
-      let i = 0, cr = chunk.indexOf(13);
-      for (;;) {
-        let j = chunk.indexOf(10, i);
-        if (cr >= 0 && cr < i) cr = chunk.indexOf(13, i);
-        if (cr >= 0 && (j < 0 || cr < j)) j = cr;
-        if (j < 0) { run += chunk.length - i; if (run > maxLine) throw overLine(b); break; }
-        run += j - i;
-        if (run > maxLine) throw overLine(b);
-        run = 0;
-        i = j + 1;
-      }
-      yield chunk;
-    }
+    yield* boundedBytes(createReadStream(path, { highWaterMark: 1 << 20 }), { gz, maxBytes: b.maxBytes, maxLineBytes: b.maxLine ?? LINE_MAX_BYTES });
   } catch (e) {
-    throw gzError(e, b.what);
-  } finally {
-    raw.destroy();
-    if (input !== raw) input.destroy();
+    if (!(e instanceof ReaderError)) throw e;
+    throw e.bound === "bytes" ? overBytes(b, gz) : e.bound === "line" ? overLine(b) : gzError(e, b.what);
   }
 }
 
