@@ -99,6 +99,7 @@ export class DelimitedParser {
 
   private pushWhitespace(chunk: string): string[][] {
     const out: string[][] = [];
+    if (!chunk.includes("\n")) { this.rest += chunk; return out; }
     const lines = (this.rest + chunk).split("\n");
     this.rest = lines.pop() as string;
     for (const line of lines) {

@@ -67,6 +67,8 @@ export class FastqReader {
       if (chunk.startsWith("\ufeff")) chunk = chunk.slice(1);
     }
     const out: FastqRecord[] = [];
+    // A chunk without a line end only extends the open line (never re-split: a long line stays linear).
+    if (!chunk.includes("\n")) { this.rest += chunk; return out; }
     const lines = (this.rest + chunk).split("\n");
     this.rest = lines.pop() as string;
     for (const line of lines) this.line(line.endsWith("\r") ? line.slice(0, -1) : line, out);

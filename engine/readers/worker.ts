@@ -240,6 +240,7 @@ async function vcfScan(source: Source): Promise<ReaderResults["vcf-scan"]> {
     if (pos > (maxPos.get(chr) ?? 0)) maxPos.set(chr, pos);
   };
   for await (const s of boundedText(source, { gz: false, maxBytes: READER_BOUNDS.vcfInlineBytes, maxLineBytes: READER_BOUNDS.lineBytes, reader: "the variant viewer without an index" })) {
+    if (!s.includes("\n")) { rest += s; continue; }
     const lines = (rest + s).split("\n");
     rest = lines.pop() as string;
     for (const l of lines) line(l.endsWith("\r") ? l.slice(0, -1) : l);
@@ -262,6 +263,7 @@ async function fai(source: Source): Promise<ReaderResults["fai"]> {
     if (sequences.length < READER_BOUNDS.faiListed) sequences.push({ name, length: n });
   };
   for await (const s of boundedText(source, { gz: false, maxBytes: READER_BOUNDS.faiBytes, maxLineBytes: 1024 * 1024, reader: "the sequence viewer's index reader" })) {
+    if (!s.includes("\n")) { rest += s; continue; }
     const lines = (rest + s).split("\n");
     rest = lines.pop() as string;
     for (const l of lines) line(l);
