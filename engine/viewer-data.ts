@@ -45,6 +45,8 @@ export const FASTQ_SAMPLE_READS = READER_BOUNDS.fastqReads;
 export const TOOL_TIMEOUT_MS = 15 * 60_000;
 /** Largest file a preparation writes: a decompressed FASTA, a sorted BAM, a bgzipped VCF. */
 export const PREPARED_FILE_MAX_BYTES = 8 * 1024 * 1024 * 1024;
+/** Address space of a preparation's tool (samtools sort takes 768 MB per thread by default). */
+export const PREPARED_TOOL_MEMORY_BYTES = 4 * 1024 * 1024 * 1024;
 
 /** The files a link may serve, by the fixed names its URLs use: nothing else is reachable. */
 export const DATA_NAMES = ["primary", "primary-index", "reference", "reference-index"] as const;
@@ -133,7 +135,7 @@ export interface ViewerDataDeps {
   /** Preparation places on this server (default MAX_CONCURRENT_PREPARATIONS). */
   places?: number;
   /** Bounds of a preparation (defaults TOOL_TIMEOUT_MS, PREPARED_FILE_MAX_BYTES). */
-  limits?: { toolTimeoutMs?: number; preparedFileBytes?: number };
+  limits?: { toolTimeoutMs?: number; preparedFileBytes?: number; toolMemoryBytes?: number };
 }
 
 export class ViewerData {
@@ -141,11 +143,13 @@ export class ViewerData {
   private readonly gate: PreparationGate;
   private readonly timeoutMs: number;
   private readonly fileBytes: number;
+  private readonly memoryBytes: number;
 
   constructor(private readonly deps: ViewerDataDeps) {
     this.gate = new PreparationGate(deps.places ?? MAX_CONCURRENT_PREPARATIONS);
     this.timeoutMs = deps.limits?.toolTimeoutMs ?? TOOL_TIMEOUT_MS;
     this.fileBytes = deps.limits?.preparedFileBytes ?? PREPARED_FILE_MAX_BYTES;
+    this.memoryBytes = deps.limits?.toolMemoryBytes ?? PREPARED_TOOL_MEMORY_BYTES;
   }
 
   /** One read of the organization's, in its reader worker, over the object at `key`. */
@@ -297,16 +301,21 @@ export class ViewerData {
   }
 
   private async tool(dir: string, argv: string[], inputs: Array<{ host: string; name: string }>, what: string, extra: { stopAfterLines?: number; keepTail?: boolean; maxStdout?: number } = {}) {
-    const r = await this.deps.runner.run(dir, { argv, inputs, timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes, ...extra });
+    const r = await this.deps.runner.run(dir, { argv, inputs, ...this.toolBounds(), ...extra });
     if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${this.bound(r) ?? (toolSays(r.stderr) || `exit ${r.code}`)}`);
     return r.stdout;
   }
 
-  /** The bound that ended a tool, in words: its deadline, or the largest file it may write. */
-  private bound(r: { code: number | null; signal?: NodeJS.Signals | null; stopped: boolean }): string | undefined {
+  private toolBounds() {
+    return { timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes, maxMemoryBytes: this.memoryBytes };
+  }
+
+  /** The bound that ended a tool, in words: its deadline, the largest file it may write, its memory. */
+  private bound(r: { code: number | null; signal?: NodeJS.Signals | null; stopped: boolean; stderr: string }): string | undefined {
     if (r.signal === "SIGKILL" && !r.stopped) return `it took longer than ${duration(this.timeoutMs)}, the most a preparation may take`;
     // In the sandbox, bubblewrap exits 128 + the signal that ended the tool.
     if (r.signal === "SIGXFSZ" || r.code === 128 + 25) return `it would write a file larger than ${boundSize(this.fileBytes)}, the most a preparation may write`;
+    if (/out of memory|cannot allocate|failed to allocate|memory exhausted|std::bad_alloc/i.test(r.stderr)) return `it needed more than ${boundSize(this.memoryBytes)} of memory, the most a preparation's tool may use`;
     return undefined;
   }
 
@@ -337,7 +346,7 @@ export class ViewerData {
       const input = await this.local(c.dir, c.key, `input.${view.subtype}${c.gz ? ".gz" : ""}`);
       const inName = `input.${view.subtype}${c.gz ? ".gz" : ""}`;
       await this.tool(c.dir, ["bcftools", "view", "--no-version", "-Oz", "-o", "variants.vcf.gz", `in/${inName}`], [{ host: input, name: inName }], "converting to bgzipped VCF (bcftools view)");
-      const r = await this.deps.runner.run(c.dir, { argv: ["tabix", "-f", "-p", "vcf", "variants.vcf.gz"], timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes });
+      const r = await this.deps.runner.run(c.dir, { argv: ["tabix", "-f", "-p", "vcf", "variants.vcf.gz"], ...this.toolBounds() });
       if (r.code !== 0) {
         // Unsorted records: sort, then index.
         await this.tool(c.dir, ["bcftools", "sort", "-Oz", "-o", "variants.vcf.gz", `in/${inName}`], [{ host: input, name: inName }], "sorting the VCF (bcftools sort)");
@@ -416,7 +425,7 @@ export class ViewerData {
       view.notes.push("converted from SAM to sorted, indexed BAM (samtools sort, samtools index)");
     } else {
       const idxFile = cram ? "alignments.crai" : "alignments.bai";
-      const r = await this.deps.runner.run(c.dir, { argv: ["samtools", "index", "-o", idxFile, `in/${inName}`], inputs: [{ host: input, name: inName }], timeoutMs: this.timeoutMs, maxFileBytes: this.fileBytes });
+      const r = await this.deps.runner.run(c.dir, { argv: ["samtools", "index", "-o", idxFile, `in/${inName}`], inputs: [{ host: input, name: inName }], ...this.toolBounds() });
       if (r.code === 0) {
         index = await this.upload(c.dir, idxFile, c.derived + idxFile);
         indexLocal = join(c.dir, "work", idxFile);

@@ -4,7 +4,7 @@
  * The caller decides what to run; this only runs it: argv arrays, never a shell; inputs
  * mounted read-only under `in/` of a fresh working directory, inside the same bubblewrap
  * sandbox as embedded steps where bubblewrap works (no network, nothing else of the host);
- * a time limit and a largest file; stdout kept only up to a bound, or cut off early once the caller has read
+ * a time limit, a largest file and an address-space limit; stdout kept only up to a bound, or cut off early once the caller has read
  * what it wanted (`stopAfterLines`).
  */
 import { spawn } from "node:child_process";
@@ -25,6 +25,8 @@ export interface ToolRun {
   stopAfterLines?: number;
   /** No file the tool writes may grow past this many bytes (RLIMIT_FSIZE, through prlimit). */
   maxFileBytes?: number;
+  /** The tool's address space (RLIMIT_AS, through prlimit): its allocations fail past it. */
+  maxMemoryBytes?: number;
 }
 
 /** `signal`: what ended the tool when it did not exit (SIGKILL at the time limit, SIGXFSZ past the largest file). */
@@ -70,7 +72,11 @@ export function createToolRunner(opts: { tmpRoot?: string; sandbox?: "auto" | "o
         if (!NAME.test(i.name)) throw new Error(`tool input name ${JSON.stringify(i.name)} is not a plain file name`);
         binds.push({ host: i.host, path: `/work/in/${i.name}`, readOnly: true });
       }
-      const limited = job.maxFileBytes === undefined ? job.argv : ["prlimit", `--fsize=${Math.floor(job.maxFileBytes)}`, "--", ...job.argv];
+      const limits = [
+        ...(job.maxFileBytes !== undefined ? [`--fsize=${Math.floor(job.maxFileBytes)}`] : []),
+        ...(job.maxMemoryBytes !== undefined ? [`--as=${Math.floor(job.maxMemoryBytes)}`] : []),
+      ];
+      const limited = limits.length === 0 ? job.argv : ["prlimit", ...limits, "--", ...job.argv];
       let argv: string[];
       if (await useSandbox()) {
         for (const b of binds) writeFileSync(join(work, "in", b.path.slice("/work/in/".length)), "");

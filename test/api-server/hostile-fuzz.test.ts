@@ -13,7 +13,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testApp } from "../support/app.js";
-import { bamBomb, gzipBomb, rssSampler } from "../support/hostile.js";
+import { bgzfHeaderBomb, gzipBomb, rssSampler } from "../support/hostile.js";
 import { until } from "../support/wait.js";
 
 const MB = 1024 * 1024, GB = 1024 * MB;
@@ -24,7 +24,7 @@ const RSS_BOUND = 1536 * MB;
 const temps = () => readdirSync(tmpdir()).filter((n) => /^operon-(viewer|render)-/.test(n)).length;
 
 t.test("hostile files through every endpoint that reads one, while another organization works", async (t) => {
-  const a = await testApp({ engine: { orgConcurrency: 8 }, readers: { timeoutMs: 4000 }, viewerLimits: { toolTimeoutMs: 8000, preparedFileBytes: 256 * MB } });
+  const a = await testApp({ engine: { orgConcurrency: 8 }, readers: { timeoutMs: 4000 }, viewerLimits: { toolTimeoutMs: 8000, preparedFileBytes: 256 * MB, toolMemoryBytes: 1 * GB } });
   t.teardown(() => a.close());
   await a.service.createWorkspace("mallory", "wm");
   await a.service.createWorkspace("neighbour", "wn");
@@ -54,7 +54,8 @@ t.test("hostile files through every endpoint that reads one, while another organ
     ["bomb.fa.gz", await gzipBomb("ACGTTGCA", 1 * GB, ">c\n")],
     ["bomb.vcf.gz", await gzipBomb("c\t1\t.\tA\tC\t.\t.\t.\n", 1 * GB, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n")],
     ["bomb.pdb.gz", await gzipBomb("ATOM      1  CA  ALA A   1      11.104  13.207   2.100  1.00 20.00           C\n", 1 * GB)],
-    ["header-bomb.bam", bamBomb(1 * GB)],
+    ["header-bomb.bam", bgzfHeaderBomb("BAM", 1 * GB)],
+    ["header-bomb.bcf", bgzfHeaderBomb("BCF", 1.5 * GB)],
     ["looped.bw", loopedBigWig],
     ["open-quote.csv", Buffer.concat([Buffer.from("a,b\n1,\""), Buffer.alloc(40 * MB, "x\n")])],
     ["deep.pipeline.json", Buffer.from("[".repeat(500_000) + "]".repeat(500_000))],
@@ -147,6 +148,7 @@ t.test("hostile files through every endpoint that reads one, while another organ
     viewer("bomb.vcf.gz", () => []),
     viewer("bomb.pdb.gz", (tok) => [`/view/${tok}/data/primary`]),
     viewer("header-bomb.bam", () => []),
+    viewer("header-bomb.bcf", () => []),
     viewer("open-quote.csv", (tok) => [`/view/${tok}/rows?offset=0&limit=5`]),
     spec("deep.pipeline.json"),
     spec("huge.pipeline.json"),
@@ -173,10 +175,11 @@ t.test("hostile files through every endpoint that reads one, while another organ
     [/^reads-bomb\.fastq\.gz .*\/meta$/, 200, /^$/],
     [/^reads-bomb\.fastq\.gz .*reads/, 200, /^$/],
     [/^bomb\.fa\.gz/, 422, /larger than 256 MiB once decompressed|decompressing the file took longer than 8 s/],
-    [/^bomb\.vcf\.gz/, 422, /took longer than 8 s|larger than 256 MiB/],
+    [/^bomb\.vcf\.gz/, 422, /took longer than 8 s|larger than 256 MiB|more than 1 GiB of memory/],
     [/^bomb\.pdb\.gz .*\/meta$/, 200, /^$/],
     [/^bomb\.pdb\.gz .*data\/primary/, 200, /^$/],
     [/^header-bomb\.bam/, 422, CLEAR],
+    [/^header-bomb\.bcf/, 422, /could not parse header|more than 1 GiB of memory/],
     [/^open-quote\.csv .*\/meta$/, 200, /shown in file order: the table has more than 4,000,000 cells/],
     [/^open-quote\.csv .*rows/, 422, /a record of the file is longer than 8 MiB \(is a quote left open\?\)/],
     [/^spec deep\.pipeline\.json \/v1\/pipelines\/validate$/, 200, /a pipeline spec must be a JSON object/],

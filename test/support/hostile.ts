@@ -41,16 +41,18 @@ export function bgzfBlock(data: Buffer): Buffer {
 }
 
 /**
- * A BAM bomb: a valid BAM magic and a header text that says it is `textBytes` long, made of
- * one repeated BGZF block (a few MB on disk for a GB of header).
+ * A BGZF header bomb: a valid magic (BAM's `BAM\1`, BCF's `BCF\2\2`) followed by a header text
+ * length of `textBytes`, then that many bytes made of one repeated BGZF block (a few MB on
+ * disk for a GB of header).
  */
-export function bamBomb(textBytes: number): Buffer {
-  const first = Buffer.alloc(8 + 65_272, 65);
-  first.write("BAM\x01", 0, "latin1");
-  first.writeInt32LE(textBytes, 4);
+export function bgzfHeaderBomb(magic: "BAM" | "BCF", textBytes: number): Buffer {
+  const m = magic === "BAM" ? "BAM\x01" : "BCF\x02\x02";
+  const first = Buffer.alloc(m.length + 4 + 65_000, 65);
+  first.write(m, 0, "latin1");
+  first.writeUInt32LE(textBytes, m.length);
   const block = bgzfBlock(Buffer.alloc(65_280, 65));
   const blocks = [bgzfBlock(first)];
-  for (let n = 65_272; n < textBytes; n += 65_280) blocks.push(block);
+  for (let n = 65_000; n < textBytes; n += 65_280) blocks.push(block);
   blocks.push(bgzfBlock(Buffer.alloc(0)));
   return Buffer.concat(blocks);
 }
