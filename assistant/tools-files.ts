@@ -1,11 +1,12 @@
 /**
  * Workspaces and their files as assistant tools: list workspaces, list files, read the head
- * of a text file (capped, with a download link for the rest) and create an upload URL (a
+ * of a text file (capped, with a download link for the rest), create an upload URL (a
  * remote agent cannot read the user's local paths, so the user or their client PUTs the
- * bytes). Each handler calls the functions behind the workspaces and files routes.
+ * bytes) and confirm the upload once they have. Each handler calls the functions behind the
+ * workspaces and files routes.
  */
 import { z } from "zod";
-import { createUploadUrl, listFiles, listingRange, readTextHead } from "../engine/file-service.js";
+import { confirmUpload, createUploadUrl, listFiles, listingRange, readTextHead } from "../engine/file-service.js";
 import { READ_ONLY, defineTool, type AssistantTool } from "./registry.js";
 
 /** The most a read returns: larger files come with a download link. */
@@ -71,7 +72,21 @@ export const fileTools: AssistantTool[] = [
     handler: async (a, ctx) => {
       const ws = await ctx.deps.access.workspace(ctx.auth, a.workspace_id);
       const r = await createUploadUrl(ctx.deps.store, ws, { filename: a.filename, path: a.path, contentType: a.content_type, size: a.size });
-      return { ...r, next: "PUT the bytes to uploadUrl, then POST /v1/files/upload-confirm with workspace_id and file_key (fileKey): the file is then at fileKey (an existing file there is replaced). The URL sets the file once." };
+      return { ...r, next: "PUT the bytes to uploadUrl, then confirm with service_confirm_upload (or POST /v1/files/upload-confirm) with workspace_id and file_key (fileKey): the file is then at fileKey (an existing file there is replaced). The URL sets the file once." };
     },
+  }),
+  defineTool({
+    name: "service_confirm_upload",
+    title: "Confirm an upload",
+    description: "Step 3 of an upload: once the bytes were PUT to the URL from service_create_upload_url, this makes them the file at file_key (replacing a file there) and returns the file (key, size, sha256). With size, a different uploaded size is refused. Confirming again returns the same file; a URL sets its file once.",
+    input: z.object({
+      workspace_id: workspaceId,
+      file_key: z.string().min(1).max(1024).describe("The fileKey service_create_upload_url returned."),
+      size: z.number().int().nonnegative().optional().describe("The size the upload should have, in bytes."),
+    }).strict(),
+    output: z.looseObject({ key: z.string(), size: z.number() }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    scope: "files",
+    handler: async (a, ctx) => ({ ...(await confirmUpload(ctx.deps.store, await ctx.deps.access.workspace(ctx.auth, a.workspace_id), a.file_key, a.size)) }),
   }),
 ];

@@ -51,7 +51,8 @@ const main = await connect(allKey);
 
 t.test("tools/list: annotations on every tool, JSON Schema inputs, scopes filter the list", async (t) => {
   const { tools } = await main.listTools();
-  t.ok(tools.length >= 10 && tools.length <= 16, `${tools.length} tools`);
+  // Few enough for a model's context: the spec's flows (files in three upload steps, pipelines, runs, charts) and no more.
+  t.ok(tools.length >= 10 && tools.length <= 17, `${tools.length} tools`);
   for (const tool of tools) {
     t.equal(tool.inputSchema.type, "object", `${tool.name}: inputSchema is a JSON Schema object`);
     t.ok(tool.description && tool.description.length > 40, `${tool.name}: a description`);
@@ -69,6 +70,27 @@ t.test("tools/list: annotations on every tool, JSON Schema inputs, scopes filter
   const denied = await call(limited, "service_run_pipeline", { workspace_id: "ws1", pipeline_id: "bwa-align" });
   t.ok(denied.isError, "calling a pipeline tool without the tools scope is an error");
   t.match(text(denied), /^not_found: name: no tool "service_run_pipeline" for this key/, "the tool is unknown to this key");
+});
+
+t.test("an upload in three steps over MCP: the URL, the client's PUT, service_confirm_upload", async (t) => {
+  const made = await call(main, "service_create_upload_url", { workspace_id: "ws1", filename: "notes.txt", path: "up/", size: 6 });
+  t.notOk(made.isError, text(made));
+  const { uploadUrl, fileKey } = made.structuredContent as { uploadUrl: string; fileKey: string };
+  t.equal(fileKey, "up/notes.txt");
+  // The test server's public URL is http://localhost; it listens on `base`.
+  const target = base + uploadUrl.slice(new URL(uploadUrl).origin.length);
+  const put = await fetch(target, { method: "PUT", body: "hello\n" });
+  t.equal(put.status, 200);
+  const done = await call(main, "service_confirm_upload", { workspace_id: "ws1", file_key: fileKey, size: 6 });
+  t.notOk(done.isError, text(done));
+  t.match(done.structuredContent, { key: "up/notes.txt", size: 6, sha256: "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03" }, "the file, with its checksum");
+  const wrong = await call(main, "service_confirm_upload", { workspace_id: "ws1", file_key: fileKey, size: 7 });
+  t.ok(wrong.isError, "a different size is refused");
+  t.match(text(wrong), /size/);
+  const again = await fetch(target, { method: "PUT", body: "HELLO\n" });
+  t.equal(again.status, 409, "the URL set its file once");
+  const read = await call(main, "service_read_file", { workspace_id: "ws1", key: fileKey });
+  t.equal((read.structuredContent as { text: string }).text, "hello\n", "the file is what was confirmed");
 });
 
 t.test("bwa-align end to end: run, wait, save (conflict, overwrite), listed", async (t) => {
