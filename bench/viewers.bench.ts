@@ -39,10 +39,10 @@ import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { testApp, type TestApp } from "../test/support/app.js";
-import { chromiumAvailable, openBrowser, openPage, type BrowserHandle, type PageRecord, type ViewerState } from "../test/support/browser.js";
+import { chromiumMissing, openBrowser, openPage, type BrowserHandle, type PageRecord, type ViewerState } from "../test/support/browser.js";
 import { mulberry32 } from "./charts-inputs.js";
 
-const why = chromiumAvailable();
+const why = chromiumMissing();
 if (why) throw new Error(why);
 
 const FIX = new URL("../test/fixtures/viewers/", import.meta.url);

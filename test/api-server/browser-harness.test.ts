@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { existsSync, readFileSync } from "node:fs";
 import { crc32, deflateSync } from "node:zlib";
 import {
-  canvasNonBlank, chromiumAvailable, decodePng, distinctColours, openBrowser, openPage, screenshot, waitForViewer,
+  canvasNonBlank, chromiumMissing, decodePng, distinctColours, openBrowser, openPage, screenshot, waitForViewer,
   type BrowserHandle,
 } from "../support/browser.js";
 
@@ -151,7 +151,7 @@ t.test("the PNG decoder undoes every filter type", async (t) => {
   t.throws(() => decodePng(corrupt), /bad CRC/, "a damaged chunk is refused");
 });
 
-t.test("the harness records requests, errors and canvases in real Chromium", { skip: chromiumAvailable() }, async (t) => {
+t.test("the harness records requests, errors and canvases in real Chromium", { skip: chromiumMissing() }, async (t) => {
   const { servers, origin, pixelUrl, page } = await serve();
   for (const s of servers) t.teardown(() => new Promise<void>((r) => s.close(() => r())));
   const b: BrowserHandle = await openBrowser();

@@ -13,10 +13,10 @@
 import t, { type Test } from "tap";
 import type { AddressInfo } from "node:net";
 import { multipartBody, testApp } from "../support/app.js";
-import { chromiumAvailable, openBrowser, openPage } from "../support/browser.js";
+import { chromiumMissing, openBrowser, openPage } from "../support/browser.js";
 import { until } from "../support/wait.js";
 
-const missing = chromiumAvailable();
+const missing = chromiumMissing();
 if (missing) {
   t.fail(`Chromium is required for the browser tests and \`make test\` installs it: ${missing}`);
 } else {

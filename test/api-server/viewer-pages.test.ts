@@ -17,10 +17,10 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { testApp } from "../support/app.js";
-import { canvasNonBlank, chromiumAvailable, openBrowser, openPage, screenshot, waitForViewer, type PageRecord } from "../support/browser.js";
+import { canvasNonBlank, chromiumMissing, openBrowser, openPage, screenshot, waitForViewer, type PageRecord } from "../support/browser.js";
 import { until } from "../support/wait.js";
 
-const missing = chromiumAvailable();
+const missing = chromiumMissing();
 if (missing) {
   t.fail(`Chromium is required for the viewer tests and \`make test\` installs it: ${missing}`);
 } else {

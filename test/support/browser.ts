@@ -39,8 +39,8 @@ export const CHROMIUM_ARGS = [
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const SCREENSHOT_DIR = join(repoRoot, ".tap", "screenshots");
 
-/** Why Chromium cannot run here, or undefined when it can (use as a tap `skip` reason). */
-export function chromiumAvailable(): string | undefined {
+/** Why Chromium cannot run here, or undefined when it can (a tap `skip` reason as it is). */
+export function chromiumMissing(): string | undefined {
   try {
     accessSync(CHROMIUM_PATH, constants.X_OK);
   } catch {
@@ -55,7 +55,7 @@ export interface BrowserHandle {
 }
 
 export async function openBrowser(): Promise<BrowserHandle> {
-  const why = chromiumAvailable();
+  const why = chromiumMissing();
   if (why) throw new Error(why);
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
   return {
