@@ -5,19 +5,18 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePorts } from "../test/support/minio.js";
 
 const root = new URL("..", import.meta.url).pathname;
-const freePort = () => new Promise<number>((resolve) => { const s = createServer(); s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
 
 export interface BenchServer { base: string; headers: { authorization: string }; stop(): Promise<void> }
 
 /** Starts the server (extra environment in `env`) and uploads `files` small FASTQs under reads/ of workspace default. */
 export async function startServe(env: Record<string, string> = {}, files = 20): Promise<BenchServer> {
   const data = mkdtempSync(join(tmpdir(), "operon-bench-serve-"));
-  const port = await freePort();
+  const [port] = await freePorts(1) as [number];
   const server = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "serve"], {
     cwd: root, stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, OPERON_DATA_DIR: data, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },

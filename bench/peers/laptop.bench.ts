@@ -39,8 +39,8 @@ import { execFileSync, spawn } from "node:child_process";
 import { closeSync, copyFileSync, existsSync, mkdirSync, openAsBlob, openSync, readFileSync, readdirSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { freePorts } from "../../test/support/minio.js";
 import { writeSection } from "../serve.js";
 
 /* ------------------------------------------------------------------ options */
@@ -295,8 +295,6 @@ async function cwltool(input: Input, work: string, runs = 1, parallel = 1): Prom
 
 interface RunView { id: string; status: string; created_at: string; completed_at: string | null; error: string | null; output_folder: string; manifest_path: string; steps: { step_id: string; status: string; started_at: string | null; completed_at: string | null }[] }
 
-const freePort = () => new Promise<number>((resolve) => { const s = createServer(); s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
-
 class Operon {
   private constructor(readonly base: string, readonly headers: Record<string, string>, private readonly group: CpuGroup | null, private readonly stopFn: () => Promise<void>) {}
 
@@ -304,7 +302,7 @@ class Operon {
   static async start(dataDir: string, env: Record<string, string>): Promise<Operon> {
     rmSync(dataDir, { recursive: true, force: true });
     mkdirSync(dataDir, { recursive: true });
-    const port = await freePort();
+    const [port] = await freePorts(1) as [number];
     const logFile = join(dataDir, "..", `${dataDir.split("/").pop()}.log`);
     const fd = openSync(logFile, "w");
     const group = cpuGroup(`operon-bench-peers-${process.pid}-${dataDir.split("/").pop()}`);
