@@ -23,7 +23,7 @@ import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 import { stepPodIssues, type StepPodConfig } from "../core/kubernetes/step-pods.js";
 import { startController } from "./controller.js";
 import { createReconciler } from "./reconciler.js";
-import { workspaceRoot } from "../core/layout.js";
+import { runFolderClaimKey, workspaceRoot } from "../core/layout.js";
 
 export interface Engine {
   runs: RunStore;
@@ -103,9 +103,6 @@ export interface EngineDeps {
    */
   referenceVolumes?: readonly string[];
 }
-
-/** Where run folders are claimed (service data, never visible through the files API). */
-export const RUN_FOLDER_CLAIMS = "_system/run-folders/";
 
 /** Buckets of operon_step_start_latency_seconds: fine below a second, where the targets are. */
 export const STEP_START_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30, 60, 300];
@@ -192,7 +189,7 @@ export function createEngine(deps: EngineDeps): Engine {
       const page = await deps.store.list(`${root}${folder}/`, { limit: 1 });
       if (page.items.length !== 0) continue;
       try {
-        await deps.store.put(`${RUN_FOLDER_CLAIMS}${root}${folder}`, runId, { ifNoneMatch: "*", contentType: "text/plain" });
+        await deps.store.put(runFolderClaimKey(root, folder), runId, { ifNoneMatch: "*", contentType: "text/plain" });
         return folder;
       } catch (e) {
         if (!(e instanceof StoreError && e.code === "PreconditionFailed")) throw e;

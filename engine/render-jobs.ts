@@ -17,7 +17,7 @@ import { pipeline } from "node:stream/promises";
 import { Worker } from "node:worker_threads";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { ulid } from "../core/ids.js";
-import { workspaceRoot } from "../core/layout.js";
+import { RENDER_ACTIVE_PREFIX, renderActiveKey, renderJobKey, renderJobsPrefix, renderRunningKey, renderRunningPrefix, workspaceRoot } from "../core/layout.js";
 import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
 import { DEFAULT_SIZE, FILE_OPTIONS, type PlotType } from "../core/charts/options.js";
 import { candidateStem, effectiveJob, HEARTBEAT_MS, outputStem, type OutputFormat, type RenderJobRecord } from "../core/charts/render-job.js";
@@ -55,11 +55,7 @@ export interface SubmitRender {
 const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
 /** Each character mirrored in the alphabet: key order becomes newest first. */
 const invert = (s: string) => [...s].map((c) => CROCKFORD[31 - CROCKFORD.indexOf(c)] ?? c).join("");
-const jobsPrefix = (org: string, ws: string) => `_system/orgs/${org}/workspaces/${ws}/render-jobs/`;
-const jobKey = (org: string, ws: string, id: string) => `${jobsPrefix(org, ws)}${invert(id.slice("render-".length))}.json`;
-const ACTIVE = "_system/render-active/";
-/** Renders holding a slot, per organization: what a replica without the engine's ledger counts. */
-const RUNNING = "_system/render-running/";
+const jobKey = (org: string, ws: string, id: string) => renderJobKey(org, ws, invert(id.slice("render-".length)));
 const workerUrl = new URL(`./charts/render-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
 
 export class RenderJobs {
@@ -98,7 +94,7 @@ export class RenderJobs {
     };
     const key = jobKey(s.organization, s.workspace, id);
     await writeJson(this.deps.store, key, job, true);
-    await this.deps.store.put(`${ACTIVE}${id}`, key, { contentType: "text/plain" });
+    await this.deps.store.put(renderActiveKey(id), key, { contentType: "text/plain" });
     void this.hold(job, key);
     return job;
   }
@@ -111,7 +107,7 @@ export class RenderJobs {
 
   /** A workspace's jobs, newest first; `cursor` is the last job id of the previous page. */
   async list(org: string, ws: string, limit: number, cursor?: string): Promise<{ items: RenderJobRecord[]; nextCursor: string | null }> {
-    const prefix = jobsPrefix(org, ws);
+    const prefix = renderJobsPrefix(org, ws);
     const page = await this.deps.store.list(prefix, { limit, ...(cursor ? { cursor: jobKey(org, ws, cursor) } : {}) });
     const now = this.deps.clock.now();
     const items = (await Promise.all(page.items.map((i) => readJson<RenderJobRecord>(this.deps.store, i.key))))
@@ -128,9 +124,9 @@ export class RenderJobs {
   async sweep(opts: { previousProcessesAreGone?: boolean } = {}): Promise<number> {
     let n = 0, cursor: string | undefined;
     do {
-      const page = await this.deps.store.list(ACTIVE, { limit: 500, ...(cursor ? { cursor } : {}) });
+      const page = await this.deps.store.list(RENDER_ACTIVE_PREFIX, { limit: 500, ...(cursor ? { cursor } : {}) });
       for (const marker of page.items) {
-        const id = marker.key.slice(ACTIVE.length);
+        const id = marker.key.slice(RENDER_ACTIVE_PREFIX.length);
         if (this.held.has(id)) continue;
         const { body } = await this.deps.store.get(marker.key).catch(() => ({ body: undefined }));
         if (!body) continue;
@@ -149,7 +145,7 @@ export class RenderJobs {
         });
         if (!done || done.status === "completed" || done.status === "failed") {
           if (done?.status === "failed" && done.owner === null) n++;
-          if (done) await this.deps.store.delete(`${RUNNING}${done.organization}/${id}`).catch(() => undefined);
+          if (done) await this.deps.store.delete(renderRunningKey(done.organization, id)).catch(() => undefined);
           await this.deps.store.delete(marker.key).catch(() => undefined);
         }
       }
@@ -204,7 +200,7 @@ export class RenderJobs {
     let dir: string | undefined;
     try {
       release = await this.deps.slots(job.organization, job.job_id, abort.signal);
-      await this.deps.store.put(`${RUNNING}${job.organization}/${job.job_id}`, key, { contentType: "text/plain" });
+      await this.deps.store.put(renderRunningKey(job.organization, job.job_id), key, { contentType: "text/plain" });
       await this.workerSlot(abort.signal);
       started = Date.now();
       await write((j) => ({ ...j, status: "running", started_at: this.now(), owner: { instance: this.instance, heartbeat_at: this.now() } }));
@@ -227,8 +223,8 @@ export class RenderJobs {
       if (started) { this.busy--; this.waiting.shift()?.(); }
       if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
       await chain;
-      await this.deps.store.delete(`${RUNNING}${job.organization}/${job.job_id}`).catch(() => undefined);
-      await this.deps.store.delete(`${ACTIVE}${job.job_id}`).catch(() => undefined);
+      await this.deps.store.delete(renderRunningKey(job.organization, job.job_id)).catch(() => undefined);
+      await this.deps.store.delete(renderActiveKey(job.job_id)).catch(() => undefined);
       this.held.delete(job.job_id);
     }
   }
@@ -360,7 +356,7 @@ export function clusterSlots(engine: Pick<Engine, "runs" | "ledger">, store: Obj
     for (;;) {
       const runs = await engine.runs.list({ organization: org, status: "running" });
       const steps = runs.reduce((n, r) => n + r.steps.filter((s) => s.status === "running").length, 0);
-      const renders = (await store.list(`${RUNNING}${org}/`, { limit: 1000 })).items.filter((i) => !i.key.endsWith(`/${id}`)).length;
+      const renders = (await store.list(renderRunningPrefix(org), { limit: 1000 })).items.filter((i) => !i.key.endsWith(`/${id}`)).length;
       if (steps + renders < engine.ledger.limit(org)) return () => undefined;
       await sleep(1000, signal);
     }

@@ -24,6 +24,10 @@ import { createHash, randomBytes, randomInt } from "node:crypto";
 import type { ObjectStore } from "../core/ports.js";
 import { StoreError } from "../core/ports.js";
 import { ID_PATTERN } from "../core/ids.js";
+import {
+  KEY_RECORDS_PREFIX, KEYS_BY_ORGANIZATION_INDEX_MARKER, conversationActivityEntry, conversationActivityIndexMarker, conversationActivityPrefix, conversationKey, conversationsPrefix,
+  keyHashKey, keyRecordKey, organizationKeyEntry, organizationKeysPrefix, workspaceRecordKey, workspaceRecordsPrefix,
+} from "../core/layout.js";
 
 export const SCOPES = ["query", "tools", "conversations", "files"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -149,23 +153,23 @@ export class ServiceStore {
     }
     const rec: WorkspaceRecord = { id, organization, name: name ?? id, created_at: this.now().toISOString() };
     try {
-      await writeJson(this.store, `_system/orgs/${organization}/workspaces/${id}.json`, rec, true);
+      await writeJson(this.store, workspaceRecordKey(organization, id), rec, true);
     } catch (e) {
       if (e instanceof StoreError && e.code === "PreconditionFailed") throw new Error(`workspace ${organization}/${id} already exists`, { cause: e });
       throw e;
     }
     // A new workspace has no conversations stored before the activity index.
-    await this.store.put(this.conversationsIndexed(organization, id), rec.created_at, { contentType: "text/plain" });
+    await this.store.put(conversationActivityIndexMarker(organization, id), rec.created_at, { contentType: "text/plain" });
     return rec;
   }
 
   getWorkspace(organization: string, id: string): Promise<WorkspaceRecord | undefined> {
     if (!ID_PATTERN.test(organization) || !ID_PATTERN.test(id)) return Promise.resolve(undefined);
-    return readJson<WorkspaceRecord>(this.store, `_system/orgs/${organization}/workspaces/${id}.json`);
+    return readJson<WorkspaceRecord>(this.store, workspaceRecordKey(organization, id));
   }
 
   async listWorkspaces(organization: string): Promise<WorkspaceRecord[]> {
-    const keys = await listAll(this.store, `_system/orgs/${organization}/workspaces/`);
+    const keys = await listAll(this.store, workspaceRecordsPrefix(organization));
     const recs = await Promise.all(keys.filter((k) => /\/workspaces\/[^/]+\.json$/.test(k)).map((k) => readJson<WorkspaceRecord>(this.store, k)));
     return recs.filter((r): r is WorkspaceRecord => r !== undefined).sort((a, b) => a.id.localeCompare(b.id));
   }
@@ -189,34 +193,32 @@ export class ServiceStore {
       hash: hashKey(key),
     };
     // The organization's index entry first: a key is never missing from `keys list`.
-    await writeJson(this.store, this.keyEntry(record.organization, record.id), { id: record.id });
-    await writeJson(this.store, `_system/keys/${record.id}.json`, record, true);
-    await writeJson(this.store, `_system/key-hashes/${record.hash}.json`, { id: record.id }, true);
+    await writeJson(this.store, organizationKeyEntry(record.organization, record.id), { id: record.id });
+    await writeJson(this.store, keyRecordKey(record.id), record, true);
+    await writeJson(this.store, keyHashKey(record.hash), { id: record.id }, true);
     return { record, key };
   }
 
   getKey(id: string): Promise<KeyRecord | undefined> {
     if (!/^key_[0-9a-f]{16}$/.test(id)) return Promise.resolve(undefined);
-    return readJson<KeyRecord>(this.store, `_system/keys/${id}.json`);
+    return readJson<KeyRecord>(this.store, keyRecordKey(id));
   }
 
   async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
-    const idx = await readJson<{ id: string }>(this.store, `_system/key-hashes/${hash}.json`);
+    const idx = await readJson<{ id: string }>(this.store, keyHashKey(hash));
     return idx ? this.getKey(idx.id) : undefined;
   }
-
-  private keyEntry(organization: string, id: string) { return `_system/orgs/${organization}/keys/${id}`; }
 
   /** The organization's keys, oldest first: read through its index, never other organizations' keys. */
   async listKeys(organization: string): Promise<KeyRecord[]> {
     if (!ID_PATTERN.test(organization)) return [];
-    await this.ensureIndexed("_system/indexes/keys-by-organization", async () => {
-      for (const k of await listAll(this.store, "_system/keys/")) {
+    await this.ensureIndexed(KEYS_BY_ORGANIZATION_INDEX_MARKER, async () => {
+      for (const k of await listAll(this.store, KEY_RECORDS_PREFIX)) {
         const rec = await readJson<KeyRecord>(this.store, k);
-        if (rec && ID_PATTERN.test(rec.organization)) await writeJson(this.store, this.keyEntry(rec.organization, rec.id), { id: rec.id });
+        if (rec && ID_PATTERN.test(rec.organization)) await writeJson(this.store, organizationKeyEntry(rec.organization, rec.id), { id: rec.id });
       }
     });
-    const prefix = `_system/orgs/${organization}/keys/`;
+    const prefix = organizationKeysPrefix(organization);
     const ids = (await listAll(this.store, prefix)).map((k) => k.slice(prefix.length));
     const recs = await Promise.all(ids.map((id) => this.getKey(id)));
     return recs.filter((r): r is KeyRecord => r !== undefined && r.organization === organization).sort((a, b) => a.created_at.localeCompare(b.created_at));
@@ -225,31 +227,28 @@ export class ServiceStore {
   async revokeKey(id: string): Promise<KeyRecord | undefined> {
     if (!/^key_[0-9a-f]{16}$/.test(id)) return undefined;
     const at = this.now().toISOString();
-    return updateJson<KeyRecord>(this.store, `_system/keys/${id}.json`, (rec) => (rec.revoked_at ? undefined : { ...rec, revoked_at: at }));
+    return updateJson<KeyRecord>(this.store, keyRecordKey(id), (rec) => (rec.revoked_at ? undefined : { ...rec, revoked_at: at }));
   }
 
   /** Records last use of many keys at once (the auth layer batches these); never undoes a revocation. */
   async touchKeys(uses: ReadonlyMap<string, string>): Promise<void> {
     for (const [id, at] of uses) {
       if (!/^key_[0-9a-f]{16}$/.test(id)) continue;
-      await updateJson<KeyRecord>(this.store, `_system/keys/${id}.json`,
+      await updateJson<KeyRecord>(this.store, keyRecordKey(id),
         (rec) => (!rec.last_used_at || rec.last_used_at < at ? { ...rec, last_used_at: at } : undefined));
     }
   }
 
   /* ---------- conversations ---------- */
-  private convPrefix(org: string, ws: string) { return `_system/orgs/${org}/workspaces/${ws}/conversations/`; }
-  private conversationsIndexed(org: string, ws: string) { return `_system/indexes/conversation-activity/${org}/${ws}`; }
-  private activityPrefix(org: string, ws: string) { return `_system/orgs/${org}/conversation-activity/${ws}/`; }
   private activityEntry(rec: Pick<ConversationRecord, "organization" | "workspace_id" | "id" | "updated_at">) {
-    return `${this.activityPrefix(rec.organization, rec.workspace_id)}${activityRank(rec.updated_at)}.${rec.id}`;
+    return conversationActivityEntry(rec.organization, rec.workspace_id, activityRank(rec.updated_at), rec.id);
   }
 
   async saveConversation(rec: ConversationRecord): Promise<void> {
     for (const [field, v] of [["organization", rec.organization], ["workspace_id", rec.workspace_id], ["id", rec.id]] as const) {
       if (!ID_PATTERN.test(v)) throw new Error(`conversation ${field} ${JSON.stringify(v)} is not a valid id`);
     }
-    const key = `${this.convPrefix(rec.organization, rec.workspace_id)}${rec.id}.json`;
+    const key = conversationKey(rec.organization, rec.workspace_id, rec.id);
     const previous = await readJson<ConversationRecord>(this.store, key);
     const entry = this.activityEntry(rec);
     await this.store.put(entry, rec.id, { contentType: "text/plain" });
@@ -259,7 +258,7 @@ export class ServiceStore {
 
   async getConversation(org: string, ws: string, id: string): Promise<ConversationRecord | undefined> {
     if (!ID_PATTERN.test(id)) return undefined;
-    return readJson<ConversationRecord>(this.store, `${this.convPrefix(org, ws)}${id}.json`);
+    return readJson<ConversationRecord>(this.store, conversationKey(org, ws, id));
   }
 
   /**
@@ -269,13 +268,13 @@ export class ServiceStore {
    */
   async listConversations(org: string, ws: string, limit: number, before?: string): Promise<{ items: ConversationRecord[]; hasMore: boolean } | undefined> {
     if (!ID_PATTERN.test(org) || !ID_PATTERN.test(ws)) return before === undefined ? { items: [], hasMore: false } : undefined;
-    await this.ensureIndexed(this.conversationsIndexed(org, ws), async () => {
-      for (const k of await listAll(this.store, this.convPrefix(org, ws))) {
+    await this.ensureIndexed(conversationActivityIndexMarker(org, ws), async () => {
+      for (const k of await listAll(this.store, conversationsPrefix(org, ws))) {
         const rec = await readJson<ConversationRecord>(this.store, k);
         if (rec && rec.organization === org && rec.workspace_id === ws && ID_PATTERN.test(rec.id)) await this.store.put(this.activityEntry(rec), rec.id, { contentType: "text/plain" });
       }
     });
-    const prefix = this.activityPrefix(org, ws);
+    const prefix = conversationActivityPrefix(org, ws);
     let cursor: string | undefined;
     if (before !== undefined) {
       const from = await this.getConversation(org, ws, before);

@@ -13,6 +13,7 @@ import { dirname, join, resolve, sep } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ByteRange, ByteStream, Clock, GetResult, ListOptions, ListPage, ObjectInfo, ObjectStore, PresignOptions, PutOptions } from "../../core/ports.js";
+import { SYSTEM_PREFIX, isSystemKey } from "../../core/layout.js";
 import { StoreError } from "../../core/ports.js";
 import { checkedKey } from "../key-guard.js";
 import { presignUrl } from "./presign.js";
@@ -208,7 +209,7 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
         const key = dirKey + e.sortKey;
         if (e.isDir) {
           // Service data stays out of listings unless asked for by prefix.
-          if (key === "_system/" && !prefix.startsWith("_system/")) continue;
+          if (key === SYSTEM_PREFIX && !isSystemKey(prefix)) continue;
           // Skip subtrees entirely outside the prefix or entirely before the cursor.
           if (!(key.startsWith(prefix) || prefix.startsWith(key))) continue;
           if (cursor !== undefined && key < cursor && !cursor.startsWith(key)) continue;

@@ -45,6 +45,7 @@ import type { CompletedPart } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { guardKeys } from "../key-guard.js";
+import { TEMP_UPLOADS_PREFIX, isSystemKey } from "../../core/layout.js";
 import { StoreError } from "../../core/ports.js";
 import type {
   ByteRange, ByteStream, GetResult, ListOptions, ListPage, ObjectInfo, ObjectStore, PresignOptions, PutOptions,
@@ -81,8 +82,6 @@ export const S3_DEFAULT_MAX_ATTEMPTS = 2;
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-const SYSTEM_PREFIX = "_system/";
-const TEMP_PREFIX = "_system/tmp/uploads/";
 const SHA256_KEY = "sha256";
 const UPLOAD_PART_SIZE = 8 * MiB;
 const UPLOAD_QUEUE_SIZE = 4;
@@ -215,7 +214,7 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
       }
     }
     const source = Readable.from(counted());
-    const tempKey = `${TEMP_PREFIX}${randomUUID()}`;
+    const tempKey = `${TEMP_UPLOADS_PREFIX}${randomUUID()}`;
     let outage = false;
     try {
       const upload = new Upload({
@@ -312,7 +311,7 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
     },
 
     async list(prefix, options: ListOptions): Promise<ListPage> {
-      const hideSystem = !prefix.startsWith(SYSTEM_PREFIX);
+      const hideSystem = !isSystemKey(prefix);
       const limit = Math.max(1, Math.floor(options.limit));
       // The cursor is a key (the last one of the previous page), as in the local store: sent as
       // StartAfter, so a page resumes right after it whatever produced it. S3's continuation
@@ -330,7 +329,7 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
           for (const o of out.Contents ?? []) {
             if (o.Key === undefined) continue;
             startAfter = o.Key;
-            if (hideSystem && o.Key.startsWith(SYSTEM_PREFIX)) continue;
+            if (hideSystem && isSystemKey(o.Key)) continue;
             items.push({ key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0), etag: o.ETag });
           }
           truncated = out.IsTruncated === true && (out.Contents?.length ?? 0) > 0;

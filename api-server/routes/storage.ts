@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { Transform, pipeline } from "node:stream";
-import { presignedPutClaimKey } from "../../core/layout.js";
+import { isSystemKey, presignedPutClaimKey } from "../../core/layout.js";
 import { StoreError, type ByteStream } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
 import { ApiError } from "../errors.js";
@@ -22,7 +22,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   const check = (method: "GET" | "PUT", query: unknown) => {
     const r = verifyPresigned(config.signingSecret, method, (query ?? {}) as Record<string, unknown>, clock.now());
     if (!r.ok) throw new ApiError("forbidden", r.reason);
-    if (r.key.startsWith("_system/")) throw new ApiError("forbidden", "not a file key");
+    if (isSystemKey(r.key)) throw new ApiError("forbidden", "not a file key");
     return r;
   };
 
