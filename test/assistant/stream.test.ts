@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { testApp, type TestApp } from "../support/app.js";
 import { startFakeLlm, type FakeLlm } from "../support/fake-llm.js";
+import { until } from "../support/wait.js";
 
 const oa: FakeLlm = await startFakeLlm("openai");
 t.teardown(() => oa.close());
@@ -70,13 +71,6 @@ const conversation = async (id: string, headers = key) => {
   const r = await a.app.inject({ method: "GET", url: `/v1/conversations/${id}?workspace_id=ws1`, headers });
   return r.statusCode === 200 ? (r.json() as { data: { messages: Array<{ role: string; content: string; ended?: string }> } }).data : undefined;
 };
-const until = async (what: string, f: () => Promise<boolean>, ms = 10_000) => {
-  for (const end = Date.now() + ms; Date.now() < end;) {
-    if (await f()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 t.test("the events of a turn, in order, with sequence ids", async (t) => {
   oa.script([{ text: "Listing.", calls: [{ name: "service_list_files", arguments: { workspace_id: "ws1" } }] }, { text: "One file: data/a.txt." }]);
@@ -129,7 +123,7 @@ t.test("a dropped turn still completes and is recorded; keep-alive comments", as
   oa.script([{ delayMs: 400, then: { text: "Finished without you." } }]);
   const s = await stream("POST", "/v1/query/stream", { body: { prompt: "slow", workspace_id: "ws1" }, until: (e) => e.event === "status" });
   const conv = String(s.events[0]?.data.conversation_id);
-  await until("the conversation", async () => (await conversation(conv))?.messages.length === 2);
+  await until("the conversation", async () => (await conversation(conv))?.messages.length === 2, 10_000);
   t.equal((await conversation(conv))?.messages[1]?.content, "Finished without you.");
 
   oa.script([{ delayMs: 350, then: { text: "ok" } }]);
@@ -143,7 +137,7 @@ t.test("POST /v1/query/stop stops a running turn; 404 for an unknown, finished o
   let conv = "";
   const began = Date.now();
   const running = stream("POST", "/v1/query/stream", { body: { prompt: "forever", workspace_id: "ws1" }, onEvent: (e) => { if (e.event === "status") conv = String(e.data.conversation_id); } });
-  await until("the turn to ask the model", async () => conv !== "" && oa.requests.length === 1);
+  await until("the turn to ask the model", async () => conv !== "" && oa.requests.length === 1, 10_000);
   const stop = (id: string, headers: Record<string, string> = key) => a.app.inject({ method: "POST", url: "/v1/query/stop", headers, payload: { conversation_id: id } });
   t.equal((await stop(conv, otherOrg)).statusCode, 404, "another organization's");
   t.equal((await stop(conv, ws2Only)).statusCode, 404, "another workspace's");
@@ -155,7 +149,7 @@ t.test("POST /v1/query/stop stops a running turn; 404 for an unknown, finished o
   const done = s.events[s.events.length - 1];
   t.equal(done?.event, "done");
   t.match(done?.data, { stopped: true, answer: /Stopped: stopped at the user's request/ });
-  await until("the conversation", async () => (await conversation(conv))?.messages.length === 2);
+  await until("the conversation", async () => (await conversation(conv))?.messages.length === 2, 10_000);
   t.equal((await conversation(conv))?.messages[1]?.ended, "stopped", "recorded as stopped");
   t.equal((await stop(conv)).statusCode, 404, "finished");
   t.equal((await stop("conv-nope")).statusCode, 404, "unknown");

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunManifestSchema } from "../../core/manifest.js";
 import { testApp, type TestApp } from "../support/app.js";
+import { sleep, until } from "../support/wait.js";
 
 const data = mkdtempSync(join(tmpdir(), "operon-e2e-"));
 t.teardown(() => rmSync(data, { recursive: true, force: true }));
@@ -34,14 +35,15 @@ for (const f of ["a_ref.fa", "a_r1.fastq", "a_r2.fastq", "b_ref.fa", "b_r1.fastq
   await a.store.put(`orgs/acme/workspaces/ws1/data/${f}`, readFileSync(join(data, f)));
 }
 
-async function poll(id: string, timeoutMs = 60_000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
+type RunView = { status: string; steps: Array<{ step_id: string; status: string; error: string | null }>; output_paths: string[]; output_folder: string; error: string | null };
+/** The run once it has ended (the timeout's error shows its steps as last seen). */
+async function poll(id: string, timeoutMs = 60_000): Promise<RunView> {
+  let last: RunView | undefined;
+  return until(() => `run ${id} to end: ${JSON.stringify(last?.steps)}`, async () => {
     const r = await a.app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=ws1`, headers: h });
-    const run = r.json().data as { status: string; steps: Array<{ step_id: string; status: string; error: string | null }>; output_paths: string[]; output_folder: string; error: string | null };
-    if (["completed", "failed", "cancelled"].includes(run.status) || Date.now() > end) return run;
-    await new Promise((res) => setTimeout(res, 100));
-  }
+    last = r.json().data as RunView;
+    return ["completed", "failed", "cancelled"].includes(last.status) ? last : undefined;
+  }, timeoutMs, 100);
 }
 
 async function readStored(key: string): Promise<Buffer> {
@@ -153,7 +155,7 @@ t.test("tools: catalogue listing and a synchronous run under the organization's 
   ledger.assume("acme", "blocker", Array.from({ length: 5 }, (_, i) => `x${i}`));
   let answered = false;
   const pending = a.app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "flagstat", inputFile: bam } } }).then((r) => { answered = true; return r; });
-  await new Promise((r) => setTimeout(r, 400));
+  await sleep(400);
   t.equal(answered, false, "no slot: the tool run waits");
   for (let i = 0; i < 5; i++) ledger.undo("acme", "blocker", `x${i}`);
   const late = await pending;

@@ -70,14 +70,12 @@ await a.store.put(`${WS}data/r2.fastq`, reads2);
 
 type RunView = { id: string; status: string; error: string | null; output_folder: string; steps: Array<{ step_id: string; status: string; error: string | null }> };
 async function poll(id: string, timeoutMs = 120_000): Promise<RunView> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
+  let last: RunView | undefined;
+  return until(() => `run ${id} to end (still ${last?.status})`, async () => {
     const r = await a.app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=ws1`, headers: h });
-    const run = r.json().data as RunView;
-    if (["completed", "failed", "cancelled"].includes(run.status)) return run;
-    if (Date.now() > end) throw new Error(`run ${id} still ${run.status}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+    last = r.json().data as RunView;
+    return ["completed", "failed", "cancelled"].includes(last.status) ? last : undefined;
+  }, timeoutMs, 100);
 }
 async function readStored(k: string): Promise<Buffer> {
   const { body } = await a.store.get(k);
