@@ -7,7 +7,7 @@
  * authorised exactly as the route it mirrors.
  */
 import type { Clock } from "../core/ports.js";
-import { workspaceRoot as workspaceRootKey } from "../core/layout.js";
+import { workspaceRoot } from "../core/layout.js";
 import { normalizeWorkspacePath } from "../core/paths.js";
 import { ApiError, badRequest } from "./service-error.js";
 import type { Scope, ServiceStore, WorkspaceRecord } from "./service-store.js";
@@ -55,15 +55,12 @@ export function requireScope(ctx: AuthContext, scope: Scope | "any"): void {
   }
 }
 
-/** A workspace record's storage key prefix (core/layout.ts). */
-export const workspaceRoot = (ws: Pick<WorkspaceRecord, "organization" | "id">) => workspaceRootKey(ws.organization, ws.id);
-
 /**
  * A user-given file key (workspace-relative, or the full storage key of the same workspace)
  * as `{key, storageKey}`; anything that could leave the workspace is a 400 naming the field.
  */
 export function fileKey(ws: WorkspaceRecord, field: string, input: string): { key: string; storageKey: string } {
-  const root = workspaceRoot(ws);
+  const root = workspaceRoot(ws.organization, ws.id);
   let rel = input;
   if (rel.startsWith(root)) rel = rel.slice(root.length);
   else if (rel.startsWith("orgs/")) throw badRequest(field, "a full storage key must be of this workspace");

@@ -5,10 +5,10 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { StoreError, type ObjectInfo, type ObjectStore } from "../core/ports.js";
-import { PRESIGNED_PUT_CLAIMS_PREFIX, UPLOADS_PREFIX, USED_UPLOAD_SUFFIX, stagedUploadPrefix } from "../core/layout.js";
+import { PRESIGNED_PUT_CLAIMS_PREFIX, UPLOADS_PREFIX, USED_UPLOAD_SUFFIX, stagedUploadPrefix, workspaceRoot } from "../core/layout.js";
 import { normalizeWorkspacePath } from "../core/paths.js";
 import { ApiError, badRequest } from "./service-error.js";
-import { fileKey, workspaceRoot } from "./access.js";
+import { fileKey } from "./access.js";
 import type { WorkspaceRecord } from "./service-store.js";
 
 export const DOWNLOAD_URL_SECONDS = 3600;
@@ -22,12 +22,12 @@ const views = new WeakMap<ObjectInfo, FileView>();
 
 export function fileView(ws: WorkspaceRecord, i: ObjectInfo): FileView {
   let v = views.get(i);
-  if (!v || v.key !== i.key.slice(workspaceRoot(ws).length)) { v = renderFileView(ws, i); views.set(i, v); }
+  if (!v || v.key !== i.key.slice(workspaceRoot(ws.organization, ws.id).length)) { v = renderFileView(ws, i); views.set(i, v); }
   return v;
 }
 
 function renderFileView(ws: WorkspaceRecord, i: ObjectInfo) {
-  const key = i.key.slice(workspaceRoot(ws).length);
+  const key = i.key.slice(workspaceRoot(ws.organization, ws.id).length);
   return {
     name: key.split("/").pop() ?? key,
     key,
@@ -43,7 +43,7 @@ export const encodeFileCursor = (k: string) => Buffer.from(k).toString("base64ur
 
 /** A listing's `prefix` and `cursor`, checked: the prefix normalized (a trailing `/` kept), the cursor of this listing. */
 export function listingRange(ws: WorkspaceRecord, q: { prefix?: string | undefined; cursor?: string | undefined }): { prefix: string; cursor: string | undefined } {
-  const root = workspaceRoot(ws);
+  const root = workspaceRoot(ws.organization, ws.id);
   let prefix = "";
   if (q.prefix) {
     const trailing = q.prefix.endsWith("/");
@@ -61,7 +61,7 @@ export function listingRange(ws: WorkspaceRecord, q: { prefix?: string | undefin
 
 /** One page of a workspace's files under `prefix`, in key order. */
 export async function listFiles(store: ObjectStore, ws: WorkspaceRecord, range: { prefix: string; cursor: string | undefined }, limit: number) {
-  const page = await store.list(workspaceRoot(ws) + range.prefix, { limit, withMetadata: true, ...(range.cursor ? { cursor: range.cursor } : {}) });
+  const page = await store.list(workspaceRoot(ws.organization, ws.id) + range.prefix, { limit, withMetadata: true, ...(range.cursor ? { cursor: range.cursor } : {}) });
   return { items: page.items.map((i) => fileView(ws, i)), hasMore: page.nextCursor !== undefined, nextCursor: page.nextCursor ? encodeFileCursor(page.nextCursor) : null };
 }
 

@@ -13,17 +13,17 @@ import { defaultCatalogue } from "../core/tools/index.js";
 import { StoreError, type Clock, type ObjectStore, type RunOrigin, type RunRecord } from "../core/ports.js";
 import type { ValidationResult } from "../core/issues.js";
 import { RUN_ID } from "../core/ids.js";
-import { manifestPath, stepLogKey } from "../core/layout.js";
+import { manifestPath, stepLogKey, workspaceRoot } from "../core/layout.js";
 import { isFinalStep } from "../core/status.js";
 import { ApiError, badRequest } from "./service-error.js";
-import { fileKey, workspaceRoot, type AuthContext, type WorkspaceAccess } from "./access.js";
+import { fileKey, type AuthContext, type WorkspaceAccess } from "./access.js";
 import { tailObject, lastLines } from "./log-tail.js";
 import type { Engine } from "./engine.js";
 import type { WorkspaceRecord } from "./service-store.js";
 
 /** A run as the API shows it (snake_case, workspace-relative output keys). */
 export function runView(run: RunRecord) {
-  const root = workspaceRoot({ organization: run.organization, id: run.workspace });
+  const root = workspaceRoot(run.organization, run.workspace);
   return {
     id: run.id,
     status: run.status,
@@ -144,7 +144,7 @@ export class PipelineService {
     const out: Array<Record<string, unknown>> = [...this.builtins.values()].map((s) => definitionView(s, "builtin"));
     if (workspaceId) {
       const ws = await this.deps.access.workspace(auth, workspaceId);
-      const root = workspaceRoot(ws);
+      const root = workspaceRoot(ws.organization, ws.id);
       const page = await this.deps.store.list(`${root}pipelines/specs/`, { limit: 1000 });
       for (const i of page.items.filter((x) => x.key.endsWith(".pipeline.json"))) {
         try {
@@ -220,7 +220,7 @@ export class PipelineService {
     const ws = await access.workspace(auth, run.workspace);
     const path = `pipelines/specs/${slug}.pipeline.json`;
     try {
-      await store.put(`${workspaceRoot(ws)}${path}`, JSON.stringify(extracted.spec, null, 2) + "\n", { contentType: "application/json", ...(b.overwrite ? {} : { ifNoneMatch: "*" as const }) });
+      await store.put(`${workspaceRoot(ws.organization, ws.id)}${path}`, JSON.stringify(extracted.spec, null, 2) + "\n", { contentType: "application/json", ...(b.overwrite ? {} : { ifNoneMatch: "*" as const }) });
     } catch (e) {
       if (e instanceof StoreError && e.code === "PreconditionFailed") throw new ApiError("conflict", `${path} already exists; pass "overwrite": true to replace it`, { path });
       throw e;

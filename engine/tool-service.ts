@@ -10,12 +10,12 @@ import { randomBytes } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
 import { runFolderName, ulid } from "../core/ids.js";
-import { toolRunsRoot } from "../core/layout.js";
+import { toolRunsRoot, workspaceRoot } from "../core/layout.js";
 import { stepTimeoutMs } from "../core/plan.js";
 import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
 import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../core/tools/index.js";
 import { ApiError } from "./service-error.js";
-import { workspaceRoot, type AuthContext, type WorkspaceAccess } from "./access.js";
+import type { AuthContext, WorkspaceAccess } from "./access.js";
 import type { Engine } from "./engine.js";
 
 const OUTPUT_CAP = 64 * 1024;
@@ -50,7 +50,7 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
   if (!built.ok) throw new ApiError("invalid_request", built.errors.map((e) => `input${e.path.replace(/\//g, ".")}: ${e.message}`).join("; "), { errors: built.errors });
   if (built.invocation.inputs.length > 0 && !b.workspace_id) throw new ApiError("invalid_request", "workspace_id: is required for a tool that reads files", { field: "workspace_id" });
   const ws = b.workspace_id ? await access.workspace(auth, b.workspace_id) : undefined;
-  const root = ws ? workspaceRoot(ws) : toolRunsRoot(auth.organization);
+  const root = ws ? workspaceRoot(ws.organization, ws.id) : toolRunsRoot(auth.organization);
   for (const i of built.invocation.inputs) {
     if (!(await store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
   }

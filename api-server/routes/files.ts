@@ -13,7 +13,8 @@ import { confirmUpload, createUploadUrl, downloadLink, existingFile as existing,
 import { ApiError, badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { WorkspaceRecord } from "../../engine/service-store.js";
-import { fileKey, listEnvelope, requireAuth, workspaceId, workspaceRoot } from "./common.js";
+import { workspaceRoot } from "../../core/layout.js";
+import { fileKey, listEnvelope, requireAuth, workspaceId } from "./common.js";
 
 export { DOWNLOAD_URL_SECONDS, UPLOAD_URL_SECONDS, MAX_PRESIGNED_PUT_BYTES } from "../../engine/file-service.js";
 
@@ -107,7 +108,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     },
   }, async (req, reply) => {
     const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
-    const root = workspaceRoot(ws);
+    const root = workspaceRoot(ws.organization, ws.id);
     const range = listingRange(ws, req.query);
     const { prefix, cursor } = range;
     const cacheKey = `${root}${prefix}\u0000${cursor ?? ""}\u0000${req.query.limit}`;
