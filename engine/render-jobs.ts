@@ -167,8 +167,9 @@ export class RenderJobs {
     this.stopped = true;
     if (this.sweeper) clearInterval(this.sweeper);
     for (const h of this.held.values()) { h.abort.abort(); void h.worker?.terminate(); }
-    const deadline = Date.now() + 5000;
-    while (this.held.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // Real time, not the injected clock: this waits on the workers' own ends.
+    const deadline = performance.now() + 5000;
+    while (this.held.size && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
 
   /** Jobs this server holds now (for tests and metrics). */
@@ -190,19 +191,19 @@ export class RenderJobs {
     const beat = setInterval(() => { void write((j) => ({ ...j, owner: { instance: this.instance, heartbeat_at: this.now() } })); }, HEARTBEAT_MS);
     beat.unref();
     let release: (() => void) | undefined;
-    let started = 0;
+    let started: number | undefined;
     const finish = async (patch: Partial<RenderJobRecord>) => {
       const status = patch.status ?? "failed";
       await write((j) => ({ ...j, ...patch, status, completed_at: this.now(), owner: null }));
       this.total?.inc({ type: job.type, status });
-      if (started) this.seconds?.observe({ type: job.type }, (Date.now() - started) / 1000);
+      if (started !== undefined) this.seconds?.observe({ type: job.type }, (performance.now() - started) / 1000);
     };
     let dir: string | undefined;
     try {
       release = await this.deps.slots(job.organization, job.job_id, abort.signal);
       await this.deps.store.put(renderRunningKey(job.organization, job.job_id), key, { contentType: "text/plain" });
       await this.workerSlot(abort.signal);
-      started = Date.now();
+      started = performance.now();
       await write((j) => ({ ...j, status: "running", started_at: this.now(), owner: { instance: this.instance, heartbeat_at: this.now() } }));
       dir = await mkdtemp(join(tmpdir(), "operon-render-"));
       const task = await this.stage(cur, dir);

@@ -54,14 +54,14 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
   for (const i of built.invocation.inputs) {
     if (!(await store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
   }
-  if (engine.executor.runtime === "container") return runAsPipelineRun(store, engine, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
+  if (engine.executor.runtime === "container") return runAsPipelineRun(store, engine, clock, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
   const now = clock.now();
   const taskId = `tool-${ulid(now, randomBytes(10))}`;
   // Take a slot like a pipeline step would; wait (never fail) while the organization is full.
   let release = engine.ledger.tryAcquire(auth.organization, taskId);
-  const deadline = Date.now() + SLOT_WAIT_MS;
+  const deadline = now + SLOT_WAIT_MS;
   while (!release) {
-    if (Date.now() > deadline) throw new ApiError("unavailable", "no compute slot became free in time; retry later");
+    if (clock.now() > deadline) throw new ApiError("unavailable", "no compute slot became free in time; retry later");
     await new Promise((res) => setTimeout(res, 50));
     release = engine.ledger.tryAcquire(auth.organization, taskId);
   }
@@ -103,16 +103,16 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
  * operator admits it under the organization's limit like any step and runs it as a Job; the
  * request waits for it to finish and answers in the same shape as embedded mode.
  */
-async function runAsPipelineRun(store: ObjectStore, engine: Engine, t: { organization: string; keyId: string; workspace: string | undefined; root: string; toolId: string; input: Record<string, unknown>; stdout: string | undefined }) {
+async function runAsPipelineRun(store: ObjectStore, engine: Engine, clock: Clock, t: { organization: string; keyId: string; workspace: string | undefined; root: string; toolId: string; input: Record<string, unknown>; stdout: string | undefined }) {
   if (!t.workspace) throw new ApiError("invalid_request", "workspace_id: is required for tool runs in cluster mode (the run's files are kept in a workspace)", { field: "workspace_id" });
   const spec = { id: `tool-${t.toolId}`, name: `${t.toolId} (tool run)`, steps: [{ stepId: "run", toolName: t.toolId, parameters: t.input }] };
   const res = await engine.submit({ organization: t.organization, workspace: t.workspace, keyId: t.keyId, spec, source: { kind: "inline" }, input: {}, name: spec.name });
   if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
   const id = res.run.id;
-  const deadline = Date.now() + SLOT_WAIT_MS + stepTimeoutMs({ stepId: "run" });
+  const deadline = clock.now() + SLOT_WAIT_MS + stepTimeoutMs({ stepId: "run" });
   let run = res.run;
   while (!isFinal(run.status)) {
-    if (Date.now() > deadline) throw new ApiError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
+    if (clock.now() > deadline) throw new ApiError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, 1000);
       const unwatch = engine.runs.watch((changed) => { if (changed === id) done(); });
