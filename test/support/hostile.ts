@@ -25,7 +25,8 @@ export async function gzipBomb(pattern: string, bytes: number, prefix = ""): Pro
 /** Samples this process's RSS every `ms` until stopped; `max` is the highest seen (bytes). */
 export function rssSampler(ms = 50): { readonly max: number; stop(): number } {
   let max = process.memoryUsage.rss();
-  const t = setInterval(() => { max = Math.max(max, process.memoryUsage.rss()); }, ms);
+  // Unref'd: a test that fails before stop() must still let the process end.
+  const t = setInterval(() => { max = Math.max(max, process.memoryUsage.rss()); }, ms).unref();
   return { get max() { return max; }, stop() { clearInterval(t); max = Math.max(max, process.memoryUsage.rss()); return max; } };
 }
 
