@@ -11,8 +11,6 @@
  *    resourceVersion, get 410 Gone, relist, and the run goes on with nothing missed.
  */
 import t from "tap";
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import type { Test } from "tap";
 import { parseConfig, type Config } from "../../core/config.js";
 import { jobActive, jobEnded, podSucceeded, type JobObject } from "../../core/kubernetes/jobs.js";
@@ -24,7 +22,7 @@ import { createKubeClient, paths, type KubeClient } from "../../adapters/kuberne
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { startStageOut, type StageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
-import { freePorts } from "../support/minio.js";
+import { startOperatorProcess } from "../support/operator-process.js";
 import { record, type Recorder } from "../support/recorder.js";
 import { until } from "../support/wait.js";
 
@@ -33,7 +31,6 @@ type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: strin
 
 const env = await startTestEnv({ kwokNodes: 2, apiserverArgs: ["--watch-cache=false"] });
 t.teardown(() => env.stop());
-const repo = fileURLToPath(new URL("../../", import.meta.url));
 
 /** A namespace with the api-server's engine, the stage-out stand-in (steps held per `gates`) and a recorder of its Jobs. */
 async function setup(t: Test, ns: string, extra: Record<string, string> = {}) {
@@ -97,31 +94,8 @@ async function setup(t: Test, ns: string, extra: Record<string, string> = {}) {
 
 // ---------------------------------------------------------------------------------------------
 
-interface Proc { child: ChildProcess; identity: string; port: number; output: () => string; exited: Promise<number | null> }
-const procs: Proc[] = [];
-t.teardown(() => { for (const p of procs) p.child.kill("SIGKILL"); });
-
 /** `operon operator` as a separate process, with the environment a Deployment would give it. */
-async function operatorProcess(ns: string, identity: string, extra: Record<string, string>): Promise<Proc> {
-  const port = (await freePorts(1))[0] as number;
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "operator"], {
-    cwd: repo,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env.env, KUBECONFIG: env.kubeconfigPath,
-      OPERON_MODE: "cluster", OPERON_NAMESPACE: ns, OPERON_POD_NAME: identity, PORT: String(port), HOST: "127.0.0.1",
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...extra,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => { out += d.toString(); });
-  child.stderr?.on("data", (d: Buffer) => { out += d.toString(); });
-  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
-  const p = { child, identity, port, output: () => out, exited };
-  procs.push(p);
-  await until(`${identity} health`, async () => { try { return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok; } catch { return false; } }, 60_000);
-  return p;
-}
+const operatorProcess = (namespace: string, identity: string, extra: Record<string, string>) => startOperatorProcess(t, env, { namespace, identity, env: extra });
 
 /**
  * The most step Jobs and pods of each organization at once, over every revision the watches

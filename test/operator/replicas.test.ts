@@ -7,8 +7,6 @@
  * acts, and the other takes over when the holder dies.
  */
 import t from "tap";
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { parseConfig } from "../../core/config.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { createStore } from "../../engine/runtime.js";
@@ -17,43 +15,16 @@ import { createKubeClient, paths, type KubeClient } from "../../adapters/kuberne
 import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { sampleValue } from "../support/metrics.js";
+import { startOperatorProcess, type OperatorProcess } from "../support/operator-process.js";
 import { until } from "../support/wait.js";
-import { freePorts } from "../support/minio.js";
 
 const env = await startTestEnv({ kwokNodes: 1 });
 t.teardown(() => env.stop());
-const repo = fileURLToPath(new URL("../../", import.meta.url));
-
-
-
-interface Proc { child: ChildProcess; identity: string; port: number; output: () => string; exited: Promise<number | null> }
-const procs: Proc[] = [];
-t.teardown(() => { for (const p of procs) p.child.kill("SIGKILL"); });
 
 /** `operon operator` as a separate process, with the environment a Deployment would give it. */
-async function operatorProcess(namespace: string, identity: string): Promise<Proc> {
-  const port = (await freePorts(1))[0] as number;
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "operator"], {
-    cwd: repo,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp",
-      ...env.env, KUBECONFIG: env.kubeconfigPath,
-      OPERON_MODE: "cluster", OPERON_NAMESPACE: namespace, OPERON_POD_NAME: identity, PORT: String(port), HOST: "127.0.0.1",
-      OPERON_LEASE_DURATION_SECONDS: "2", OPERON_ORG_CONCURRENCY: "5", AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => { out += d.toString(); });
-  child.stderr?.on("data", (d: Buffer) => { out += d.toString(); });
-  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
-  const p = { child, identity, port, output: () => out, exited };
-  procs.push(p);
-  await until(`${identity} health`, async () => { try { return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok; } catch { return false; } });
-  return p;
-}
+const operatorProcess = (namespace: string, identity: string) => startOperatorProcess(t, env, { namespace, identity, env: { OPERON_LEASE_DURATION_SECONDS: "2", OPERON_ORG_CONCURRENCY: "5" } });
 
-async function isLeader(p: Proc): Promise<boolean> {
+async function isLeader(p: OperatorProcess): Promise<boolean> {
   const m = await (await fetch(`http://127.0.0.1:${p.port}/metrics`)).text();
   return /^operon_operator_leader 1$/m.test(m);
 }

@@ -9,9 +9,7 @@
  * labels them and they leave its cache too.
  */
 import t from "tap";
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { parseConfig } from "../../core/config.js";
 import { ulid } from "../../core/ids.js";
 import { LABEL } from "../../core/kubernetes/pipelinerun.js";
@@ -21,7 +19,7 @@ import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";
 import { startStageOut } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
-import { freePorts } from "../support/minio.js";
+import { startOperatorProcess } from "../support/operator-process.js";
 import { until } from "../support/wait.js";
 
 const FINISHED_RUNS = 10_000;
@@ -35,7 +33,6 @@ const RSS_SLACK_MB = 96;
 
 const env = await startTestEnv({ kwokNodes: 1 });
 t.teardown(() => env.stop());
-const repo = fileURLToPath(new URL("../../", import.meta.url));
 const ns = "soak";
 await env.createNamespace(ns);
 const parsed = parseConfig({ ...env.env, OPERON_MODE: "cluster", OPERON_NAMESPACE: ns, PORT: "0" });
@@ -47,21 +44,8 @@ const api = await createClusterEngine(parsed.config, store, { kubeconfig: env.ku
 t.teardown(() => api.stop());
 await store.put("orgs/acme/workspaces/ws1/in.bam", "bam");
 
-const port = (await freePorts(1))[0] as number;
-const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "operator"], {
-  cwd: repo,
-  env: {
-    PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp",
-    ...env.env, KUBECONFIG: env.kubeconfigPath,
-    OPERON_MODE: "cluster", OPERON_NAMESPACE: ns, OPERON_POD_NAME: "op-soak", PORT: String(port), HOST: "127.0.0.1",
-    OPERON_LEADER_ELECTION: "false", OPERON_CLEANUP_INTERVAL_SECONDS: "3", AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-  },
-  stdio: ["ignore", "pipe", "pipe"],
-});
-let output = "";
-child.stdout?.on("data", (d: Buffer) => { output += d.toString(); });
-child.stderr?.on("data", (d: Buffer) => { output += d.toString(); });
-t.teardown(() => { child.kill("SIGKILL"); });
+const operator = await startOperatorProcess(t, env, { namespace: ns, identity: "op-soak", env: { OPERON_LEADER_ELECTION: "false", OPERON_CLEANUP_INTERVAL_SECONDS: "3" } });
+const port = operator.port;
 
 /** One value of the operator's /metrics. */
 async function metric(name: string): Promise<number> {
@@ -152,5 +136,5 @@ t.test(`an idle operator's RSS stays flat over ${FINISHED_RUNS.toLocaleString("e
   const series = samples.map(([n, mb]) => `${n}: ${mb.toFixed(1)} MiB`).join(", ");
   t.comment(`operator RSS by finished runs added: ${series}`);
   t.ok(final - warm < RSS_SLACK_MB, `RSS ${warm.toFixed(1)} MiB after the first 2,000 → ${final.toFixed(1)} MiB after ${FINISHED_RUNS} finished runs (idle before them: ${idle.toFixed(1)} MiB; ${series}); allowed +${RSS_SLACK_MB} MiB`);
-  t.notMatch(output, /Error|error:/, "nothing went wrong in the operator's log");
+  t.notMatch(operator.output(), /Error|error:/, "nothing went wrong in the operator's log");
 });
