@@ -25,7 +25,17 @@ import { startController } from "./controller.js";
 import { createReconciler } from "./reconciler.js";
 import { runFolderClaimKey, workspaceRoot } from "../core/layout.js";
 
+/**
+ * Where the engine runs: `embedded`, one process running steps as local processes; `cluster`,
+ * Kubernetes, where steps are Jobs of the operator and the api-server only submits, reads and
+ * cancels PipelineRuns (its tool runs become one-step runs, its renders count the
+ * organization's running steps for slots).
+ */
+export type EngineMode = "embedded" | "cluster";
+
 export interface Engine {
+  /** Embedded or cluster mode: what the api-server's services branch on (never the executor's runtime). */
+  readonly mode: EngineMode;
   runs: RunStore;
   executor: StepExecutor;
   ledger: Ledger;
@@ -79,6 +89,8 @@ export function loadBuiltins(): Map<string, PipelineSpec> {
 }
 
 export interface EngineDeps {
+  /** Default `embedded`; cluster mode's api-server and operator say `cluster`. */
+  mode?: EngineMode;
   runs: RunStore;
   executor: StepExecutor;
   store: ObjectStore;
@@ -216,6 +228,7 @@ export function createEngine(deps: EngineDeps): Engine {
   }
 
   return {
+    mode: deps.mode ?? "embedded",
     withQueuePositions,
     runs: deps.runs,
     executor: deps.executor,

@@ -366,12 +366,12 @@ export function clusterSlots(engine: Pick<Engine, "runs" | "ledger">, store: Obj
 
 /** The slots of an organization's compute limit for work outside its runs (renders, viewer preparations). */
 export function organizationSlots(engine: Engine, store: ObjectStore): SlotGate {
-  return engine.executor.runtime !== "container" ? ledgerSlots(engine.ledger) : clusterSlots(engine, store);
+  return engine.mode === "cluster" ? clusterSlots(engine, store) : ledgerSlots(engine.ledger);
 }
 
 /** The render jobs of an api-server with an engine: its slots, and (single-server installs) who is gone at start. */
 export function createRenderJobs(engine: Engine, store: ObjectStore, clock: Clock, opts: { metrics?: Registry; log?: (m: string) => void } = {}): { jobs: RenderJobs; embedded: boolean } {
-  const embedded = engine.executor.runtime !== "container";
+  const embedded = engine.mode === "embedded";
   const jobs = new RenderJobs({ store, clock, slots: organizationSlots(engine, store), ...opts });
   return { jobs, embedded };
 }

@@ -140,7 +140,11 @@ export async function loadStepPodConfig(path: string | undefined): Promise<StepP
   return r.config;
 }
 
-/** A StepExecutor for the api-server, which never runs steps: it only has logs in storage. */
+/**
+ * A StepExecutor for the api-server in cluster mode, which never runs steps: it only has logs
+ * in storage. Its runtime is the steps' (containers), which submission builds invocations for;
+ * the mode itself is the engine's `mode`.
+ */
 const readOnlyExecutor: StepExecutor = {
   runtime: "container",
   submit: () => Promise.reject(new Error("the api-server does not run steps in cluster mode")),
@@ -157,7 +161,7 @@ export async function createClusterEngine(config: Config, store: ObjectStore, op
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-api-server" });
   const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
   await runs.start();
-  const engine = createEngine({ runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, log: opts.log });
+  const engine = createEngine({ mode: "cluster", runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, log: opts.log });
   return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); client.close(); } };
 }
 

@@ -54,7 +54,7 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
   for (const i of built.invocation.inputs) {
     if (!(await store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
   }
-  if (engine.executor.runtime === "container") return runAsPipelineRun(store, engine, clock, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
+  if (engine.mode === "cluster") return runAsPipelineRun(store, engine, clock, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
   const now = clock.now();
   const taskId = `tool-${ulid(now, randomBytes(10))}`;
   // Take a slot like a pipeline step would; wait (never fail) while the organization is full.

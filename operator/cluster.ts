@@ -155,7 +155,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
     synced.catch(() => undefined);
     await Promise.race([synced, termEnded]);
     if (t.abort.signal.aborted) return;
-    const engine = createEngine({ runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, stepPods, log: opts.log });
+    const engine = createEngine({ mode: "cluster", runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, stepPods, log: opts.log });
     t.engine = engine;
     t.janitor = startJanitor({
       client: c, namespace: ns, runs, jobs: executor.jobs, jobsOfRun: (id) => executor.jobsOfRun(id),
