@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testCatalogue } from "../support/test-tools.js";
+import { sleep, until } from "../support/wait.js";
 import type { PipelineSpec } from "../../core/spec/schema.js";
 import type { RunRecord } from "../../core/ports.js";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
@@ -46,13 +47,8 @@ async function submit(engine: Engine, org: string, spec: PipelineSpec): Promise<
   return r.run;
 }
 
-async function until(fn: () => Promise<boolean>, timeoutMs = 30_000, what?: () => Promise<unknown>): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out waiting${what ? `: ${JSON.stringify(await what())}` : ""}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** How often the tests here poll (the first one's samples ride on it). */
+const POLL_MS = 20;
 
 const finished = (r: RunRecord | undefined) => r !== undefined && ["completed", "failed", "cancelled"].includes(r.status);
 
@@ -77,7 +73,7 @@ t.test("3 organizations × 20 runs × 3 parallel steps: never more than 5 runnin
     samples++;
   };
   const unwatch = h.executor.watch(() => { void sample(); });
-  await until(async () => { await sample(); return (await Promise.all(runs.map((r) => h.engine.runs.get(r.id)))).every(finished); }, 120_000);
+  await until("every run to finish", async () => { await sample(); return (await Promise.all(runs.map((r) => h.engine.runs.get(r.id)))).every(finished); }, 120_000, POLL_MS);
   unwatch();
   const final = await Promise.all(runs.map((r) => h.engine.runs.get(r.id)));
   t.ok(final.every((r) => r?.status === "completed"), "every run completes");
@@ -93,11 +89,11 @@ t.test("a step over the limit waits with a reason and position, and never fails 
   const h = harness(dir, 1);
   t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
   const run = await submit(h.engine, "o1", parallel(3, 0.3));
-  await until(async () => ((await h.engine.runs.get(run.id))?.steps.filter((s) => s.status === "waiting").length ?? 0) === 2);
+  await until("two steps waiting", async () => ((await h.engine.runs.get(run.id))?.steps.filter((s) => s.status === "waiting").length ?? 0) === 2, 30_000, POLL_MS);
   const [r] = await h.engine.withQueuePositions([(await h.engine.runs.get(run.id)) as RunRecord]);
   const waiting = r?.steps.filter((s) => s.status === "waiting") ?? [];
   t.same(waiting.map((s) => [s.waitingReason, s.queuePosition]), [["OrgConcurrencyLimit", 1], ["OrgConcurrencyLimit", 2]]);
-  await until(async () => finished(await h.engine.runs.get(run.id)));
+  await until("the run to finish", async () => finished(await h.engine.runs.get(run.id)), 30_000, POLL_MS);
   t.equal((await h.engine.runs.get(run.id))?.status, "completed");
 });
 
@@ -108,7 +104,7 @@ t.test("timeout and cancel free their slots", async (t) => {
   const slow = await submit(h.engine, "o1", parallel(1, 30, 300));
   const next = await submit(h.engine, "o1", parallel(1, 0.05));
   const states = async () => Promise.all([slow, next].map(async (r) => { const x = await h.engine.runs.get(r.id); return [x?.status, x?.steps.map((st) => [st.status, st.error, st.waitingReason]), [...(await h.executor.observe(r.id))]]; }));
-  await until(async () => finished(await h.engine.runs.get(next.id)), 15_000, states);
+  await until(async () => `the waiting run to finish: ${JSON.stringify(await states())}`, async () => finished(await h.engine.runs.get(next.id)), 15_000, POLL_MS);
   const s = await h.engine.runs.get(slow.id);
   t.equal(s?.status, "failed");
   t.match(s?.steps[0]?.error, /timed out after 300 ms/);
@@ -116,14 +112,14 @@ t.test("timeout and cancel free their slots", async (t) => {
 
   const long = await submit(h.engine, "o1", parallel(1, 30));
   const after = await submit(h.engine, "o1", parallel(1, 0.05));
-  await until(async () => (await h.engine.runs.get(long.id))?.steps[0]?.status === "running");
+  await until("the long step running", async () => (await h.engine.runs.get(long.id))?.steps[0]?.status === "running", 30_000, POLL_MS);
   // The reconciler reaches the second run in its own tick: wait for it to leave "pending".
-  await until(async () => (await h.engine.runs.get(after.id))?.steps[0]?.status !== "pending");
+  await until("the second run past pending", async () => (await h.engine.runs.get(after.id))?.steps[0]?.status !== "pending", 30_000, POLL_MS);
   t.equal((await h.engine.runs.get(after.id))?.steps[0]?.status, "waiting", "the second run waits for the slot");
   const t0 = Date.now();
   await h.engine.cancel((await h.engine.runs.get(long.id)) as RunRecord);
   const states2 = async () => Promise.all([long, after].map(async (r) => { const x = await h.engine.runs.get(r.id); return [x?.status, x?.cancelRequested, x?.steps.map((st) => [st.status, st.error, st.waitingReason]), [...(await h.executor.observe(r.id))]]; }));
-  await until(async () => finished(await h.engine.runs.get(after.id)), 15_000, states2);
+  await until(async () => `the second run to finish: ${JSON.stringify(await states2())}`, async () => finished(await h.engine.runs.get(after.id)), 15_000, POLL_MS);
   t.ok(Date.now() - t0 < 10_000, "cancel took effect promptly");
   t.equal((await h.engine.runs.get(long.id))?.status, "cancelled");
   t.equal((await h.engine.runs.get(after.id))?.status, "completed");
@@ -139,7 +135,7 @@ t.test("a failing step fails the run with its stderr, and nothing downstream sta
       { stepId: "after", toolName: "sleep", dependsOn: ["list"], parameters: { seconds: 0.01 } },
     ],
   });
-  await until(async () => finished(await h.engine.runs.get(run.id)));
+  await until("the run to finish", async () => finished(await h.engine.runs.get(run.id)), 30_000, POLL_MS);
   const r = await h.engine.runs.get(run.id);
   t.equal(r?.status, "failed");
   t.match(r?.error, /step list failed: exit code 2; stderr: .*No such file or directory/);
@@ -156,14 +152,14 @@ t.test("a restart in the middle of a run finishes it without running a completed
   ] };
   const h1 = harness(dir, 5);
   const run = await submit(h1.engine, "o1", spec);
-  await until(async () => (await h1.engine.runs.get(run.id))?.steps[1]?.status === "running", 60_000, async () => ["second to run", (await h1.engine.runs.get(run.id))?.steps]);
+  await until(async () => `second to run: ${JSON.stringify((await h1.engine.runs.get(run.id))?.steps)}`, async () => (await h1.engine.runs.get(run.id))?.steps[1]?.status === "running", 60_000, POLL_MS);
   await h1.stop(); // the server goes away; "second" dies with it
 
   // As engine/runtime.ts starts a server: the executor recovers before the engine (and its
   // controller's first resync) exists.
   const h2 = await harnessAfterRestart(dir, 5);
   t.teardown(() => h2.stop());
-  await until(async () => finished(await h2.engine.runs.get(run.id)), 60_000, async () => ["the run to finish after the restart", (await h2.engine.runs.get(run.id))?.steps, await h2.executor.observe(run.id)]);
+  await until(async () => `the run to finish after the restart: ${JSON.stringify([(await h2.engine.runs.get(run.id))?.steps, await h2.executor.observe(run.id)])}`, async () => finished(await h2.engine.runs.get(run.id)), 60_000, POLL_MS);
   const r = await h2.engine.runs.get(run.id);
   t.equal(r?.status, "completed");
   t.equal(r?.steps[0]?.attempt, 1, "the completed step ran once");
@@ -178,13 +174,13 @@ t.test("run.json is written when the run starts and updated when it ends", async
   const run = await submit(h.engine, "o1", parallel(1, 0.5));
   const key = `orgs/o1/workspaces/ws/${run.outputFolder}/run.json`;
   const read = async () => { const { body } = await h.store.get(key); let s = ""; for await (const c of body) s += Buffer.from(c).toString(); return JSON.parse(s) as { status: string; completedAt: string | null }; };
-  await until(async () => (await h.store.head(key)) !== undefined);
+  await until("run.json written", async () => (await h.store.head(key)) !== undefined, 30_000, POLL_MS);
   const early = await read();
   t.equal(early.status, "running", "written at the start");
   t.equal(early.completedAt, null);
-  await until(async () => finished(await h.engine.runs.get(run.id)));
+  await until("the run to finish", async () => finished(await h.engine.runs.get(run.id)), 30_000, POLL_MS);
   // The manifest is written right after the run record turns final.
-  await until(async () => (await read()).status !== "running", 5000);
+  await until("run.json updated", async () => (await read()).status !== "running", 5000, POLL_MS);
   const late = await read();
   t.equal(late.status, "completed", "updated at the end");
   t.ok(late.completedAt);
@@ -196,8 +192,8 @@ t.test("reconciling again with nothing changed changes nothing", async (t) => {
   t.teardown(async () => { await h.stop(); rmSync(dir, { recursive: true, force: true }); });
   const run = await submit(h.engine, "o1", parallel(2, 1));
   // Settled: one step running (with its tool's provenance recorded), the other waiting.
-  await until(async () => { const r = await h.engine.runs.get(run.id); return (r?.steps.some((s) => s.status === "waiting") ?? false) && (r?.steps.some((s) => s.toolVersion) ?? false); });
-  await new Promise((r) => setTimeout(r, 100));
+  await until("one step running with its provenance, one waiting", async () => { const r = await h.engine.runs.get(run.id); return (r?.steps.some((s) => s.status === "waiting") ?? false) && (r?.steps.some((s) => s.toolVersion) ?? false); }, 30_000, POLL_MS);
+  await sleep(100);
   const before = JSON.stringify(await h.engine.runs.get(run.id));
   const observedBefore = JSON.stringify([...(await h.executor.observe(run.id))].map(([id, o]) => [id, o.phase, o.attempt]));
   let writes = 0;
