@@ -305,4 +305,9 @@ export interface StepExecutor {
   watch(fn: (runId: string) => void): () => void;
   /** The step's log so far (stdout when not captured, and stderr). */
   logs(runId: string, stepId: string): Promise<string | undefined>;
+  /**
+   * Drops what the executor keeps in memory for a run that ended or is gone (nothing observes
+   * it again; a finished step's log is in the run folder). Absent: it keeps nothing per run.
+   */
+  forgetRun?(runId: string): void;
 }

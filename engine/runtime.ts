@@ -9,7 +9,8 @@ import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Config } from "../core/config.js";
 import { parseStepPodConfig, type StepPodConfig } from "../core/kubernetes/step-pods.js";
-import type { ObjectStore, StepExecutor } from "../core/ports.js";
+import type { ObjectStore, RunStore, StepExecutor } from "../core/ports.js";
+import { isFinal } from "../core/status.js";
 import { createLocalObjectStore } from "../adapters/local/object-store.js";
 import { S3_DEFAULT_CONNECTION_TIMEOUT_MS, createS3ObjectStore } from "../adapters/s3/object-store.js";
 import { createLocalRunStore } from "../adapters/local/run-store.js";
@@ -89,9 +90,27 @@ export async function createEmbeddedEngine(rt: Runtime, log: (s: string) => void
   const dataDir = resolve(rt.config.OPERON_DATA_DIR);
   const referenceVolumes = await checkReferenceVolumes(rt.config.OPERON_REF_VOLUMES ?? {});
   const executor = createProcessExecutor({ dataDir, store: rt.store, sandbox: await chooseSandbox(dataDir, rt.config.OPERON_UNSAFE_NO_SANDBOX, log), keepWorkdirs: rt.config.OPERON_KEEP_WORKDIRS, referenceVolumes });
-  await executor.recover();
-  const engine = createEngine({ runs: createLocalRunStore(dataDir), executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, referenceVolumes: Object.keys(referenceVolumes), log });
-  return { engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
+  const runs = createLocalRunStore(dataDir);
+  await executor.recover({ ended: (id) => runEnded(runs, id) });
+  const unwatch = forgetEndedRuns(runs, executor);
+  const engine = createEngine({ runs, executor, store: rt.store, clock: { now: () => Date.now() }, orgConcurrency: () => rt.config.OPERON_ORG_CONCURRENCY, referenceVolumes: Object.keys(referenceVolumes), log });
+  return { engine, stop: async () => { unwatch(); await engine.stop(); await executor.shutdown(); } };
+}
+
+/** Whether a run has ended (final) or is gone. */
+async function runEnded(runs: Pick<RunStore, "get">, id: string): Promise<boolean> {
+  const run = await runs.get(id);
+  return !run || isFinal(run.status);
+}
+
+/**
+ * The executor forgets each run that ends or goes away (its steps are observed no more), so
+ * what it keeps does not grow with the runs a server has run. Returns the unwatch.
+ */
+export function forgetEndedRuns(runs: Pick<RunStore, "get" | "watch">, executor: Required<Pick<StepExecutor, "forgetRun">>): () => void {
+  return runs.watch((id) => {
+    runEnded(runs, id).then((ended) => { if (ended) executor.forgetRun(id); }, () => undefined);
+  });
 }
 
 export async function createRuntime(config: Config): Promise<Runtime> {

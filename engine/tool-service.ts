@@ -95,6 +95,7 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
     };
   } finally {
     release();
+    engine.executor.forgetRun?.(taskId);
   }
 }
 

@@ -68,10 +68,25 @@ export interface ProcessExecutorOptions {
 interface StepDirs { dir: string; work: string; tmp: string; log: string }
 const dirsOf = (dir: string): StepDirs => ({ dir, work: join(dir, "work"), tmp: join(dir, "tmp"), log: join(dir, "step.log") });
 
-export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecutor & { recover(): Promise<void>; shutdown(): Promise<void> } {
+export interface ProcessExecutor extends StepExecutor {
+  /**
+   * Reloads steps after a restart; a run `ended` says has ended is not reloaded (its leftover
+   * processes are still killed).
+   */
+  recover(opts?: { ended?: (runId: string) => Promise<boolean> }): Promise<void>;
+  shutdown(): Promise<void>;
+  /** Drops the run's steps (a step still running is dropped when it finishes). */
+  forgetRun(runId: string): void;
+  /** How many runs the executor holds steps of (for tests: it must not grow with finished runs). */
+  cacheSizes(): { runs: number };
+}
+
+export function createProcessExecutor(opts: ProcessExecutorOptions): ProcessExecutor {
   const clock = opts.clock ?? { now: () => Date.now() };
   const root = join(opts.dataDir, "work");
   const runs = new Map<string, Map<string, Entry>>();
+  /** Runs forgotten while a step still ran: dropped when their last running step finishes. */
+  const forgotten = new Set<string>();
   const events = new EventEmitter();
   events.setMaxListeners(100);
   const versionCache = new Map<string, Promise<{ path: string; sha256: string; version: string | null } | undefined>>();
@@ -88,6 +103,13 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
 
   const stepsOf = (runId: string) => { let m = runs.get(runId); if (!m) { m = new Map(); runs.set(runId, m); } return m; };
   const changed = (runId: string) => events.emit("change", runId);
+  /** Drops a forgotten run once none of its steps runs. */
+  const dropIfIdle = (runId: string) => {
+    const steps = runs.get(runId);
+    if (steps && [...steps.values()].some((e) => e.state.phase === "running")) return;
+    runs.delete(runId);
+    forgotten.delete(runId);
+  };
 
   async function persist(runId: string, stepId: string, e: Entry): Promise<void> {
     await writeFile(join(e.dir, "state.json"), JSON.stringify({ stepId, ...e.state, ...(e.pid !== undefined && e.state.phase === "running" ? { pid: e.pid } : {}) }));
@@ -192,6 +214,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       await publishLog(task, log);
       if (!opts.keepWorkdirs) await Promise.all([rm(d.work, { recursive: true, force: true }), rm(d.tmp, { recursive: true, force: true })]).catch(() => undefined);
       changed(task.runId);
+      if (forgotten.has(task.runId)) dropIfIdle(task.runId);
     };
     if (typeof sandbox === "object") {
       await finish({ phase: "failed", exitCode: null, message: `steps are not run: the step sandbox cannot start here (${sandbox.unavailable}); install bubblewrap, or set OPERON_UNSAFE_NO_SANDBOX=1 to run steps unsandboxed` });
@@ -326,6 +349,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
         e.state = { ...e.state, phase: "failed", message: scrub(e, messageOf(err)), finishedAt: clock.now() };
         await persist(task.runId, task.stepId, e).catch(() => undefined);
         changed(task.runId);
+        if (forgotten.has(task.runId)) dropIfIdle(task.runId);
       });
     },
     async observe(runId) {
@@ -344,23 +368,27 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
       if (!e) return undefined;
       try { return await readFile(join(e.dir, "step.log"), "utf8"); } catch { return ""; }
     },
-    /** Reloads finished steps after a restart; steps whose process vanished are forgotten. */
-    async recover() {
+    /** Reloads finished steps after a restart; steps whose process vanished are reloaded `lost`. */
+    async recover({ ended } = {}) {
       let runIds: string[];
       try { runIds = await readdir(root); } catch { return; }
       for (const runId of runIds) {
         let dirs: string[];
         try { dirs = await readdir(join(root, runId)); } catch { continue; }
+        const keep = !(await ended?.(runId));
         for (const d of dirs) {
           const dir = join(root, runId, d);
           let saved: ObservedStepState & { stepId: string; pid?: number };
           try { saved = JSON.parse(await readFile(join(dir, "state.json"), "utf8")) as ObservedStepState & { stepId: string; pid?: number }; } catch { continue; }
           const { stepId, pid, ...state } = saved;
-          const steps = stepsOf(runId);
-          const cur = steps.get(stepId);
           if (state.phase === "running") {
             await killLeftovers(dir, pid);
             if (!opts.keepWorkdirs) await Promise.all([rm(dirsOf(dir).work, { recursive: true, force: true }), rm(dirsOf(dir).tmp, { recursive: true, force: true })]).catch(() => undefined);
+          }
+          if (!keep) continue;
+          const steps = stepsOf(runId);
+          const cur = steps.get(stepId);
+          if (state.phase === "running") {
             // The process is gone with the old server. Keep the attempt number so the next one is higher.
             if (!cur || cur.state.attempt < state.attempt) steps.set(stepId, { state: { ...state, phase: "lost", message: "the server stopped while the step ran" }, dir });
             continue;
@@ -369,6 +397,12 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): StepExecuto
         }
       }
     },
+    forgetRun(runId) {
+      if (!runs.has(runId)) return;
+      forgotten.add(runId);
+      dropIfIdle(runId);
+    },
+    cacheSizes: () => ({ runs: runs.size }),
     /** Stops every running step without recording an outcome (they are retried after a restart). */
     async shutdown() {
       stopping = true;
