@@ -26,7 +26,26 @@ export interface KubeObject {
 }
 
 interface ListResult<T> { metadata: { resourceVersion: string; continue?: string }; items: T[] }
-interface WatchEvent<T> { type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"; object: T & { code?: number; message?: string } }
+export interface WatchEvent<T> { type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"; object: T & { code?: number; message?: string } }
+
+/**
+ * The events of a watch response (one JSON object a line), in order. `onChunk` is called as
+ * each chunk of the body arrives, before its events.
+ */
+export async function* watchEvents<T>(body: AsyncIterable<unknown>, onChunk?: () => void): AsyncGenerator<WatchEvent<T>> {
+  let buf = "";
+  for await (const chunk of body) {
+    onChunk?.();
+    buf += (chunk as Buffer).toString("utf8");
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (!line) continue;
+      yield JSON.parse(line) as WatchEvent<T>;
+    }
+  }
+}
 
 export interface InformerOptions<T extends KubeObject> {
   client: KubeClient;
@@ -222,34 +241,24 @@ export class Informer<T extends KubeObject> {
         query: { watch: 1, resourceVersion: rv, allowWatchBookmarks: true, labelSelector: this.opts.labelSelector, timeoutSeconds: Math.max(1, Math.floor((quietMs * 0.6) / 1000)) },
         signal: abort.signal,
       });
-      let buf = "";
-      for await (const chunk of res) {
-        alive();
-        buf += (chunk as Buffer).toString("utf8");
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (!line) continue;
-          const ev = JSON.parse(line) as WatchEvent<T>;
-          if (ev.type === "ERROR") {
-            // 410 Gone: our resourceVersion is too old. Anything else: start over too.
-            throw new KubeError(ev.object.code ?? 500, "WatchError", ev.object.message ?? "watch error");
-          }
-          const objRv = ev.object.metadata.resourceVersion;
-          if (objRv) rv = objRv;
-          if (ev.type === "BOOKMARK") continue;
-          const obj = this.keep(ev.object);
-          const name = obj.metadata.name;
-          if (ev.type === "DELETED") {
-            this.remove(name);
-            this.emit(obj);
-          } else {
-            const cur = this.cache.get(name);
-            if (cur && cur.metadata.resourceVersion === objRv) continue; // already assumed
-            this.set(obj);
-            this.emit(obj);
-          }
+      for await (const ev of watchEvents<T>(res, alive)) {
+        if (ev.type === "ERROR") {
+          // 410 Gone: our resourceVersion is too old. Anything else: start over too.
+          throw new KubeError(ev.object.code ?? 500, "WatchError", ev.object.message ?? "watch error");
+        }
+        const objRv = ev.object.metadata.resourceVersion;
+        if (objRv) rv = objRv;
+        if (ev.type === "BOOKMARK") continue;
+        const obj = this.keep(ev.object);
+        const name = obj.metadata.name;
+        if (ev.type === "DELETED") {
+          this.remove(name);
+          this.emit(obj);
+        } else {
+          const cur = this.cache.get(name);
+          if (cur && cur.metadata.resourceVersion === objRv) continue; // already assumed
+          this.set(obj);
+          this.emit(obj);
         }
       }
       if (wentQuiet) throw new Error(`watch of ${this.opts.path} went quiet for ${quietMs} ms`);

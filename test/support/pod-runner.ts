@@ -56,6 +56,7 @@ import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isAlreadyExists, isNotFound, type KubeClient } from "../../adapters/kubernetes/client.js";
+import { watchEvents } from "../../adapters/kubernetes/informer.js";
 import { REFERENCE_ROOT } from "../../core/references.js";
 import { freePorts } from "./minio.js";
 
@@ -294,20 +295,11 @@ export async function startNode(client: KubeClient, options: TestNodeOptions = {
           rv = list.metadata.resourceVersion;
         }
         const res: IncomingMessage = await client.stream("/api/v1/pods", { query: { watch: 1, fieldSelector: `spec.nodeName=${name}`, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 60 }, signal: podWatch.signal });
-        let buf = "";
-        for await (const chunk of res) {
-          buf += (chunk as Buffer).toString("utf8");
-          let nl: number;
-          while ((nl = buf.indexOf("\n")) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (!line) continue;
-            const ev = JSON.parse(line) as { type: string; object: Pod & { code?: number } };
-            if (ev.type === "ERROR") { rv = undefined; throw new Error(`pod watch: ${JSON.stringify(ev.object)}`); }
-            rv = ev.object.metadata.resourceVersion ?? rv;
-            if (ev.type === "BOOKMARK") continue;
-            onPod(ev.object, ev.type === "DELETED");
-          }
+        for await (const ev of watchEvents<Pod>(res)) {
+          if (ev.type === "ERROR") { rv = undefined; throw new Error(`pod watch: ${JSON.stringify(ev.object)}`); }
+          rv = ev.object.metadata.resourceVersion ?? rv;
+          if (ev.type === "BOOKMARK") continue;
+          onPod(ev.object, ev.type === "DELETED");
         }
       } catch (e) {
         if (!alive) return;
