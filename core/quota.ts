@@ -84,7 +84,7 @@ export class Ledger {
     if (stillReady.length) b.demands.set(runId, { runId, createdAt, ready: stillReady }); else b.demands.delete(runId);
   }
 
-  /** Forgets a finished or deleted run. */
+  /** Removes a finished or deleted run: its running and assumed steps and its demand. */
   remove(org: string, runId: string): void {
     const b = this.orgs.get(org);
     if (!b) return;
@@ -93,8 +93,8 @@ export class Ledger {
     b.demands.delete(runId);
   }
 
-  /** Forgets a run whose organization is no longer known (its record was deleted). */
-  forget(runId: string): void {
+  /** Removes a run from every organization (its record was deleted, so its organization is not known). */
+  removeFromEveryOrganization(runId: string): void {
     for (const org of this.orgs.keys()) this.remove(org, runId);
   }
 

@@ -94,7 +94,7 @@ export function createReconciler(deps: ReconcilerDeps) {
   return async function reconcile(runId: string): Promise<{ requeueAfterMs?: number }> {
     const run = await deps.runs.get(runId);
     // Deleted (e.g. `kubectl delete pipelinerun`): its steps no longer hold slots.
-    if (!run) { deps.ledger.forget(runId); waitedForSlot.delete(runId); return {}; }
+    if (!run) { deps.ledger.removeFromEveryOrganization(runId); waitedForSlot.delete(runId); return {}; }
     if (isFinal(run.status)) { deps.ledger.remove(run.organization, run.id); waitedForSlot.delete(run.id); return {}; }
     const now = deps.clock.now();
     // A run that cannot be executed as stored (e.g. a PipelineRun applied by hand that does not

@@ -3,7 +3,7 @@
  * controller: a key waiting in the queue is held once however often it is added; a key
  * being processed is never handed out again until `done`, and if it was added meanwhile it
  * is queued again after `done`; `addAfter` delays an add; `addRateLimited` delays it by a
- * per-key exponential backoff that `forget` resets. Time comes from an injectable clock.
+ * per-key exponential backoff that `resetBackoff` clears (client-go's Forget). Time comes from an injectable clock.
  */
 
 export interface QueueClock {
@@ -110,8 +110,8 @@ export class WorkQueue<K = string> {
     this.addAfter(key, Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** n));
   }
 
-  /** Clears the backoff of `key` (after a successful reconcile). */
-  forget(key: K): void { this.failures.delete(key); }
+  /** Clears the backoff of `key` (after a successful reconcile; client-go's Forget). */
+  resetBackoff(key: K): void { this.failures.delete(key); }
 
   numRequeues(key: K): number { return this.failures.get(key) ?? 0; }
 
@@ -189,7 +189,7 @@ export async function runWorkers<K>(queue: WorkQueue<K>, workers: number,
       if (key === undefined) return;
       try {
         const r = await reconcile(key);
-        queue.forget(key);
+        queue.resetBackoff(key);
         if (r && r.requeueAfterMs !== undefined) queue.addAfter(key, r.requeueAfterMs);
       } catch (e) {
         onError(key, e);

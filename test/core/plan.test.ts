@@ -165,7 +165,7 @@ t.test("Ledger: assume before create, undo on failure, observe replaces assumpti
   t.equal(l.inUse("globex"), 0, "organizations are separate");
   l.observe("globex", "r9", 1, { known: ["a", "b"], running: ["a", "b"], ready: ["c"] });
   t.equal(l.inUse("globex"), 2);
-  l.forget("r9");
+  l.removeFromEveryOrganization("r9");
   t.equal(l.inUse("globex"), 0, "a deleted run (organization unknown) frees its slots");
   t.same(l.waitingRuns("globex"), [], "and no longer waits");
 });

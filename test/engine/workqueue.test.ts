@@ -265,7 +265,7 @@ t.test("addAfter of different keys fire in time order", async (t) => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// addRateLimited / numRequeues / forget
+// addRateLimited / numRequeues / resetBackoff
 // ---------------------------------------------------------------------------------------------
 
 for (const { base, max, expected } of [
@@ -311,7 +311,7 @@ t.test("addRateLimited: huge failure counts stay capped", async (t) => {
   const { q, clock } = newQueue({ baseDelayMs: 1, maxDelayMs: 1000 });
   for (let i = 0; i < 2000; i++) q.addRateLimited("a"); // the earliest pending time wins
   t.equal(q.numRequeues("a"), 2000);
-  q.forget("a");
+  q.resetBackoff("a");
   clock.advance(1);
   t.equal(q.length, 1);
   await q.get();
@@ -328,7 +328,7 @@ t.test("addRateLimited: huge failure counts stay capped", async (t) => {
   t.equal(q.length, 1, "capped at maxDelay");
 });
 
-t.test("numRequeues and forget: per key, forget resets to base", async (t) => {
+t.test("numRequeues and resetBackoff: per key, resetBackoff resets to base", async (t) => {
   const { q, clock } = newQueue({ baseDelayMs: 10, maxDelayMs: 1000 });
   t.equal(q.numRequeues("a"), 0);
   q.addRateLimited("a");
@@ -342,15 +342,15 @@ t.test("numRequeues and forget: per key, forget resets to base", async (t) => {
   q.addRateLimited("b"); // due 10ms from now
   t.equal(q.numRequeues("a"), 2);
   t.equal(q.numRequeues("b"), 1, "failures are counted per key");
-  q.forget("a");
+  q.resetBackoff("a");
   t.equal(q.numRequeues("a"), 0);
-  t.equal(q.numRequeues("b"), 1, "forget touches only its key");
-  q.addRateLimited("a"); // would be 40ms without forget
+  t.equal(q.numRequeues("b"), 1, "resetBackoff touches only its key");
+  q.addRateLimited("a"); // would be 40ms without resetBackoff
   t.equal(q.numRequeues("a"), 1);
   clock.advance(9);
   t.equal(q.length, 0);
   clock.advance(1);
-  t.equal(q.length, 2, "a back at base delay (10ms) after forget, together with b");
+  t.equal(q.length, 2, "a back at base delay (10ms) after resetBackoff, together with b");
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -567,7 +567,7 @@ t.test("runWorkers: requeueAfterMs 0 requeues at once", async (t) => {
   await run;
 });
 
-t.test("runWorkers: a thrown error calls onError and retries with backoff; success forgets", async (t) => {
+t.test("runWorkers: a thrown error calls onError and retries with backoff; success resets the backoff", async (t) => {
   const clock = new FakeClock();
   const q = new WorkQueue<string>({ clock, baseDelayMs: 10, maxDelayMs: 1000 });
   const times: number[] = [];
@@ -596,7 +596,7 @@ t.test("runWorkers: a thrown error calls onError and retries with backoff; succe
   }
   t.same(times, [0, 10, 30, 70]);
   t.equal(errors.length, 3);
-  t.equal(q.numRequeues("a"), 0, "success forgets the backoff");
+  t.equal(q.numRequeues("a"), 0, "success resets the backoff");
   clock.advance(100_000);
   await flush();
   t.equal(times.length, 4);
