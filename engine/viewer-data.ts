@@ -24,7 +24,7 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import type { ObjectInfo, ObjectStore } from "../core/ports.js";
-import { workspaceRoot } from "../core/layout.js";
+import { derivedPrefix, isSystemKey, workspaceRoot } from "../core/layout.js";
 import { boundSize } from "../core/sizes.js";
 import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type FileGrant, type ViewerKind } from "../core/viewers.js";
 import type { Delimiter } from "../core/delimited.js";
@@ -161,7 +161,7 @@ export class ViewerData {
 
   /** The storage key of a grant's file (or reference), re-checked: a grant names keys of its own workspace only. */
   key(grant: FileGrant, rel: string): string {
-    if (rel.startsWith("/") || rel.split("/").some((s) => s === "" || s === "." || s === "..") || rel.startsWith("_system/")) throw new ViewerDataError("not_found", "not a file of this workspace");
+    if (rel.startsWith("/") || rel.split("/").some((s) => s === "" || s === "." || s === "..") || isSystemKey(rel)) throw new ViewerDataError("not_found", "not a file of this workspace");
     return workspaceRoot(grant.o, grant.w) + rel;
   }
 
@@ -189,7 +189,7 @@ export class ViewerData {
   }
 
   private async load(grant: FileGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, fp: string): Promise<PreparedView> {
-    const derived = `_system/orgs/${grant.o}/workspaces/${grant.w}/derived/${fp}/`;
+    const derived = derivedPrefix(grant.o, grant.w, fp);
     const done = await this.readJson<PreparedView>(derived + "view.json");
     if (done) return done;
     const abort = new AbortController();
