@@ -24,7 +24,9 @@ const RSS_BOUND = 1536 * MB;
 const temps = () => readdirSync(tmpdir()).filter((n) => /^operon-(viewer|render)-/.test(n)).length;
 
 t.test("hostile files through every endpoint that reads one, while another organization works", async (t) => {
-  const a = await testApp({ engine: { orgConcurrency: 8 }, readers: { timeoutMs: 8000 }, viewerLimits: { toolTimeoutMs: 8000, preparedFileBytes: 256 * MB, toolMemoryBytes: 1 * GB } });
+  // An organization's compute limit sized to this 2-CPU machine, as a deployment sizes it: the
+  // limit is what keeps one organization's renders and preparations from taking every core.
+  const a = await testApp({ engine: { orgConcurrency: 2 }, readers: { timeoutMs: 8000 }, viewerLimits: { toolTimeoutMs: 8000, preparedFileBytes: 256 * MB, toolMemoryBytes: 1 * GB } });
   t.teardown(() => a.close());
   await a.service.createWorkspace("mallory", "wm");
   await a.service.createWorkspace("neighbour", "wn");
@@ -115,7 +117,7 @@ t.test("hostile files through every endpoint that reads one, while another organ
   const before = temps();
   const base = process.memoryUsage.rss();
   const rss = rssSampler();
-  let slowest = 0;
+  let slowest = 0, slowestUrl = "";
   const failures: string[] = [];
   let stop = false;
   const neighbour = (async () => {
@@ -124,7 +126,7 @@ t.test("hostile files through every endpoint that reads one, while another organ
       for (const [url, headers] of [[`/view/${theirs}/rows?sort=1&dir=desc`, {}], ["/v1/files?workspace_id=wn", hn], ["/healthz", {}]] as const) {
         const t0 = performance.now();
         const r = await a.app.inject({ method: "GET", url, headers });
-        slowest = Math.max(slowest, performance.now() - t0);
+        if (performance.now() - t0 > slowest) { slowest = performance.now() - t0; slowestUrl = url.replace(theirs, "…"); }
         if (r.statusCode !== 200) failures.push(`${url}: ${r.statusCode}`);
       }
       // Its own new links keep being prepared too.
@@ -200,7 +202,7 @@ t.test("hostile files through every endpoint that reads one, while another organ
   }
   t.same(expected.filter(([what]) => !results.some((o) => what.test(o.what))).map(([what]) => String(what)), [], "every hostile request was answered");
   t.same(failures, [], "the other organization got every answer");
-  t.ok(slowest < 1000, `the other organization was answered within 1 s throughout (slowest ${Math.round(slowest)} ms)`);
+  t.ok(slowest < 1000, `the other organization was answered within 1 s throughout (slowest ${Math.round(slowest)} ms, ${slowestUrl})`);
   t.ok(peak - base < RSS_BOUND, `the process grew by ${Math.round((peak - base) / MB)} MB under attack (bound ${RSS_BOUND / MB} MB)`);
   t.equal((await a.app.inject({ method: "GET", url: "/healthz" })).statusCode, 200, "the server is up");
   await until("the working directories to be removed", () => temps() === before, 10_000);
