@@ -6,7 +6,8 @@
  * organization's slow preparations leave another organization's links answered.
  */
 import t from "tap";
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { testApp, type TestApp } from "../support/app.js";
 import { gzipBomb, rssSampler } from "../support/hostile.js";
@@ -14,7 +15,11 @@ import { PreparationGate } from "../../engine/viewer-data.js";
 
 const MB = 1024 * 1024;
 const tokenOf = (url: string) => new URL(url).pathname.split("/").pop() as string;
-const viewerTemps = () => readdirSync(tmpdir()).filter((n) => n.startsWith("operon-viewer-")).length;
+/** This file's own temp folder (tap runs two test files at once): the working directories counted are this server's. */
+const TMP = mkdtempSync(join(tmpdir(), "operon-hostile-"));
+process.env.TMPDIR = TMP;
+t.teardown(() => rmSync(TMP, { recursive: true, force: true }));
+const viewerTemps = () => readdirSync(TMP).filter((n) => n.startsWith("operon-viewer-")).length;
 
 async function link(a: TestApp, h: Record<string, string>, ws: string, file: string, extra: Record<string, unknown> = {}) {
   const r = await a.app.inject({ method: "POST", url: "/v1/visualizations/viewer-url", headers: h, payload: { file_path: file, workspace_id: ws, ...extra } });

@@ -9,7 +9,7 @@
  * with the file, and nothing is left in temp or in the derived area.
  */
 import t from "tap";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testApp } from "../support/app.js";
@@ -21,7 +21,11 @@ const MB = 1024 * 1024, GB = 1024 * MB;
 const CLEAR = /larger than|longer than|more than|at most|corrupt|truncated|not valid|not a |could not|failed: |is not|no reads|holds no/;
 /** RSS the whole process (API, reader and render workers) may grow by during the attack. */
 const RSS_BOUND = 1536 * MB;
-const temps = () => readdirSync(tmpdir()).filter((n) => /^operon-(viewer|render)-/.test(n)).length;
+/** This file's own temp folder (tap runs two test files at once): the working directories counted are this server's. */
+const TMP = mkdtempSync(join(tmpdir(), "operon-hostile-"));
+process.env.TMPDIR = TMP;
+t.teardown(() => rmSync(TMP, { recursive: true, force: true }));
+const temps = () => readdirSync(TMP).filter((n) => /^operon-(viewer|render)-/.test(n)).length;
 
 t.test("hostile files through every endpoint that reads one, while another organization works", async (t) => {
   // An organization's compute limit sized to this 2-CPU machine, as a deployment sizes it: the
