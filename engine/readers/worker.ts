@@ -122,13 +122,8 @@ async function loadTable(source: Source, op: { cacheKey: string; gz: boolean; de
   const kept = tables.get(op.cacheKey);
   if (kept) return kept;
   const parts: string[] = [];
-  let read = 0;
   try {
-    for await (const s of boundedText(source, { gz: op.gz, maxBytes: READER_BOUNDS.tableMemoryBytes, maxLineBytes: READER_BOUNDS.lineBytes, reader: TABLE })) {
-      if (read < TABLE_SAMPLE_CHARS) parts.push(s);
-      else if (parts.length > 0 && read < READER_BOUNDS.tableMemoryBytes) parts.push(s);
-      read += s.length;
-    }
+    for await (const s of boundedText(source, { gz: op.gz, maxBytes: READER_BOUNDS.tableMemoryBytes, maxLineBytes: READER_BOUNDS.lineBytes, reader: TABLE })) parts.push(s);
   } catch (e) {
     if (!(e instanceof ReaderError && e.bound === "bytes")) throw e;
     const head = parts.join("").slice(0, TABLE_SAMPLE_CHARS);
