@@ -12,8 +12,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY core core
+COPY plots plots
 COPY adapters adapters
 COPY engine engine
+COPY media media
+COPY services services
+COPY wiring wiring
 COPY assistant assistant
 COPY operator operator
 COPY api-server api-server

@@ -48,7 +48,7 @@ test-deps:
 	@bash scripts/test-deps.sh
 
 # dist/ is rebuilt only when a source changed (`./operon` calls this before each command).
-SOURCES := $(shell find core engine adapters assistant operator api-server cli -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
+SOURCES := $(shell find core plots engine media services wiring adapters assistant operator api-server cli -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 dist/.build-stamp: $(NPM_STAMP) $(SOURCES)
 	npx tsc -p tsconfig.build.json
 	@chmod +x dist/cli/main.js

@@ -36,7 +36,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["core/**/*.ts"],
+    files: ["core/**/*.ts", "plots/**/*.ts"],
     rules: {
       "no-restricted-imports": ["error", {
         paths: [
@@ -48,8 +48,8 @@ export default tseslint.config(
         patterns: [
           { group: ["@kubernetes/*", "@aws-sdk/*", "fastify", "fastify*", "@fastify/*", "prom-client", "pino"],
             message: "core/ is pure: no I/O libraries (put it in adapters/)." },
-          { group: ["**/adapters/**", "**/engine/**", "**/api-server/**", "**/operator/**", "**/cli/**"],
-            message: "core/ may not depend on the outer layers." },
+          { group: ["**/adapters/**", "**/engine/**", "**/media/**", "**/services/**", "**/wiring/**", "**/assistant/**", "**/api-server/**", "**/operator/**", "**/cli/**"],
+            message: "core/ and plots/ may not depend on the outer layers." },
         ],
       }],
       "no-restricted-globals": ["error",

@@ -16,7 +16,7 @@ import { ApiError, clientDetails, clientMessage } from "./errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { OPENAPI_PATH, documentationOnlySerializer, swaggerOptions } from "./openapi.js";
 import { loggerOptions } from "./logging.js";
-import type { Scope, ServiceStore } from "../engine/service-store.js";
+import type { Scope, ServiceStore } from "../services/store.js";
 import { conversationRoutes } from "./routes/conversations.js";
 import { fileRoutes } from "./routes/files.js";
 import { storageRoutes } from "./routes/storage.js";
@@ -26,14 +26,15 @@ import { workspaceRoutes } from "./routes/workspaces.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
 import { toolRoutes } from "./routes/tools.js";
 import { viewerRoutes } from "./routes/viewers.js";
-import type { ReaderPoolOptions } from "../engine/readers/pool.js";
-import type { ViewerDataDeps } from "../engine/viewer-data.js";
+import type { ReaderPoolOptions } from "../media/readers/pool.js";
+import type { ViewerDataDeps } from "../media/viewer-data.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
-import { createRenderJobs, type RenderJobs } from "../engine/render-jobs.js";
+import type { RenderJobs } from "../media/render-jobs.js";
+import { createRenderJobs } from "../wiring/slots.js";
 import { renderRoutes } from "./routes/render.js";
 import { mcpRoutes } from "./routes/mcp.js";
-import { PipelineService } from "../engine/pipeline-service.js";
+import { PipelineService } from "../services/pipelines.js";
 import { queryRoutes } from "./routes/query.js";
 import type { AssistantDeps } from "../assistant/tools.js";
 import type { AgentLimits } from "../assistant/agent.js";
@@ -56,9 +57,9 @@ export interface AppDeps {
   version?: string;
   /** Runs samtools/bcftools/tabix for viewer links (default: locally, sandboxed where bwrap works). */
   toolRunner?: ToolRunner;
-  /** The viewers' per-organization reader workers: heap, deadline, how many (default: engine/readers/pool.ts). */
+  /** The viewers' per-organization reader workers: heap, deadline, how many (default: media/readers/pool.ts). */
   readers?: ReaderPoolOptions;
-  /** A viewer preparation's deadline and largest file (default: engine/viewer-data.ts). */
+  /** A viewer preparation's deadline and largest file (default: media/viewer-data.ts). */
   viewerLimits?: ViewerDataDeps["limits"];
   /** The agent's LLM (OPERON_LLM_*): settings, or a provider object; neither: /v1/query answers 503. */
   llm?: { settings?: LlmSettings; provider?: LlmProvider; limits?: Partial<AgentLimits>; /** POST /v1/query/stream's keep-alive comment interval (default 15 s). */ keepAliveMs?: number };

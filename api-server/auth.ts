@@ -8,10 +8,10 @@
  * batches, never per request.
  */
 import type { Clock } from "../core/ports.js";
-import { WorkspaceAccess, requireScope, type AuthContext } from "../engine/access.js";
-import { KEY_PATTERN, hashKey, type KeyRecord, type Scope, type ServiceStore, type WorkspaceRecord } from "../engine/service-store.js";
+import { WorkspaceAccess, requireScope, type AuthContext } from "../services/access.js";
+import { KEY_PATTERN, hashKey, type KeyRecord, type Scope, type ServiceStore, type WorkspaceRecord } from "../services/store.js";
 
-export type { AuthContext } from "../engine/access.js";
+export type { AuthContext } from "../services/access.js";
 
 export type AuthFailure = "missing" | "malformed" | "unknown" | "revoked";
 
@@ -30,7 +30,7 @@ export class Authenticator {
   private readonly lastUsed = new Map<string, string>();
   private timer: ReturnType<typeof setInterval> | undefined;
 
-  /** The workspace check (engine/access.ts), shared with the assistant tools. */
+  /** The workspace check (services/access.ts), shared with the assistant tools. */
   readonly access: WorkspaceAccess;
 
   constructor(private readonly service: ServiceStore, private readonly ttlSeconds: number, private readonly clock: Clock) {

@@ -6,8 +6,8 @@
  */
 import { z } from "zod";
 import { sanitizeMessage } from "../core/redact.js";
-import { STATUS, type ErrorCode } from "../engine/service-error.js";
-export { ApiError, STATUS, badRequest, type ErrorCode } from "../engine/service-error.js";
+import { STATUS, type ErrorCode } from "../services/service-error.js";
+export { ApiError, STATUS, badRequest, type ErrorCode } from "../services/service-error.js";
 
 /**
  * The envelope as the error handler (app.ts) and the 404 handler send it, for the OpenAPI

@@ -1,6 +1,6 @@
 /**
  * `operon serve` / `operon api-server`: the HTTP server started from the environment. The
- * runtime (store, service data, engine) comes from engine/runtime.ts; this file listens,
+ * runtime (store, service data, engine) comes from wiring/runtime.ts; this file listens,
  * prints how to call it, and closes gracefully on SIGTERM/SIGINT (in-flight requests finish
  * first). An unhandled rejection or uncaught exception is logged and counted instead of
  * stopping the process.
@@ -8,7 +8,7 @@
 import { join, resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../core/config.js";
-import { bootstrap, createClusterEngine, createEmbeddedEngine, createRuntime } from "../engine/runtime.js";
+import { bootstrap, createClusterEngine, createEmbeddedEngine, createRuntime } from "../wiring/runtime.js";
 import { buildApp } from "./app.js";
 import { installLastResortHandlers } from "./last-resort.js";
 

@@ -6,7 +6,7 @@
  * model's answer or at a limit: tool rounds, output tokens, the turn's deadline. Nothing here
  * knows HTTP or storage: assistant/query.ts records the turn as a conversation.
  */
-import type { AuthContext } from "../engine/access.js";
+import type { AuthContext } from "../services/access.js";
 import { checkArguments } from "./registry.js";
 import { ASSISTANT_TOOLS, callTool, jsonSchemaOf, toolsFor, type AssistantDeps, type AssistantTool, type ToolOutcome } from "./tools.js";
 import { UpstreamError, type ChatMessage, type Completion, type LlmProvider, type ToolCallRequest, type ToolDefinition, type Usage } from "./providers/types.js";

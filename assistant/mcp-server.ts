@@ -12,7 +12,7 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { ASSISTANT_TOOLS, callTool, jsonSchemaOf, toolsFor, type AssistantDeps, type AssistantTool } from "./tools.js";
-import type { AuthContext } from "../engine/access.js";
+import type { AuthContext } from "../services/access.js";
 
 const INSTRUCTIONS = "Operon runs bioinformatics pipelines and tools on files in workspaces. Start with service_list_workspaces; find pipelines with service_list_pipelines and their inputs with service_get_pipeline; start one with service_run_pipeline and follow it with service_get_run (wait_seconds). File paths are workspace-relative keys (see service_list_files).";
 

@@ -7,9 +7,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { ulid } from "../core/ids.js";
-import type { AuthContext } from "../engine/access.js";
-import { ApiError } from "../engine/service-error.js";
-import type { ConversationRecord, Message, WorkspaceRecord } from "../engine/service-store.js";
+import type { AuthContext } from "../services/access.js";
+import { ApiError } from "../services/service-error.js";
+import type { ConversationRecord, Message, WorkspaceRecord } from "../services/store.js";
 import { runTurn, type AgentLimits, type ToolCallRecord, type TurnEvent, type TurnInput } from "./agent.js";
 import { UpstreamError, type ChatMessage, type LlmProvider, type Usage } from "./providers/types.js";
 import type { AssistantDeps } from "./tools.js";

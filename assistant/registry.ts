@@ -9,12 +9,12 @@
 import { z } from "zod";
 import type { Clock, ObjectStore } from "../core/ports.js";
 import { StoreError } from "../core/ports.js";
-import type { AuthContext, WorkspaceAccess } from "../engine/access.js";
+import type { AuthContext, WorkspaceAccess } from "../services/access.js";
 import type { Engine } from "../engine/engine.js";
-import type { PipelineService } from "../engine/pipeline-service.js";
-import type { RenderJobs } from "../engine/render-jobs.js";
-import { ApiError, type ErrorCode } from "../engine/service-error.js";
-import type { Scope, ServiceStore } from "../engine/service-store.js";
+import type { PipelineService } from "../services/pipelines.js";
+import type { RenderQueue } from "../services/renders.js";
+import { ApiError, type ErrorCode } from "../services/service-error.js";
+import type { Scope, ServiceStore } from "../services/store.js";
 
 /** The service a tool acts on; the same objects the HTTP routes use. */
 export interface AssistantDeps {
@@ -27,7 +27,7 @@ export interface AssistantDeps {
   storage: "local" | "s3";
   engine?: Engine | undefined;
   pipelines?: PipelineService | undefined;
-  renders?: RenderJobs | undefined;
+  renders?: RenderQueue | undefined;
 }
 
 /** One call's context: the caller's key and the service. `signal` ends a wait early (the client went away). */

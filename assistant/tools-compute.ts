@@ -6,11 +6,11 @@
  */
 import { z } from "zod";
 import { VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_MAX_SECONDS } from "../core/viewers.js";
-import { PLOT_TYPES } from "../core/charts/options.js";
-import { runTool, toolViews } from "../engine/tool-service.js";
-import { createViewerLink } from "../engine/viewer-links.js";
-import { getRenderJob, renderJobView, submitRender, type RenderDeps } from "../engine/render-service.js";
-import { ApiError } from "../engine/service-error.js";
+import { PLOT_TYPES } from "../plots/options.js";
+import { runTool, toolViews } from "../services/tools.js";
+import { createViewerLink } from "../services/viewer-links.js";
+import { getRenderJob, renderJobView, submitRender, type RenderDeps } from "../services/renders.js";
+import { ApiError } from "../services/service-error.js";
 import { READ_ONLY, defineTool, type AssistantTool, type ToolContext } from "./registry.js";
 
 /** Tool output shown to a model: the end of stderr and the start of stdout, each capped. */

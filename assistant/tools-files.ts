@@ -6,7 +6,7 @@
  * workspaces and files routes.
  */
 import { z } from "zod";
-import { confirmUpload, createUploadUrl, listFiles, listingRange, readTextHead } from "../engine/file-service.js";
+import { confirmUpload, createUploadUrl, listFiles, listingRange, readTextHead } from "../services/files.js";
 import { READ_ONLY, defineTool, type AssistantTool } from "./registry.js";
 
 /** The most a read returns: larger files come with a download link. */

@@ -2,13 +2,13 @@
  * The pipeline flow as assistant tools (spec: Pipelines, rule 4): list and inspect pipeline
  * definitions, validate a spec, start a run (returns at once), follow it with a bounded wait,
  * read a step's log, cancel, and save a finished run as a spec. Each handler calls
- * engine/pipeline-service.ts, the functions behind the pipelines routes.
+ * services/pipelines.ts, the functions behind the pipelines routes.
  */
 import { z } from "zod";
 import { isFinal } from "../core/status.js";
 import type { RunRecord } from "../core/ports.js";
-import { runView, type PipelineService } from "../engine/pipeline-service.js";
-import { ApiError } from "../engine/service-error.js";
+import { runView, type PipelineService } from "../services/pipelines.js";
+import { ApiError } from "../services/service-error.js";
 import { CREATES, READ_ONLY, defineTool, type AssistantDeps, type AssistantTool, type ToolContext } from "./registry.js";
 
 /** The longest a status call waits: well inside any client's request time-out. */

@@ -7,8 +7,8 @@
  * log is kept a little while so that a late reconnect still gets its end.
  */
 import { randomBytes } from "node:crypto";
-import type { AuthContext } from "../engine/access.js";
-import { ApiError } from "../engine/service-error.js";
+import type { AuthContext } from "../services/access.js";
+import { ApiError } from "../services/service-error.js";
 import type { TurnEvent, TurnProgress } from "./agent.js";
 import { runQuery, type QueryAnswer, type QueryDeps, type QueryRequest, type TurnStart } from "./query.js";
 

@@ -9,11 +9,11 @@
  * top_n of 50 as an extra row).
  *
  * Operon: each measurement in a fresh Node process (so its peak RSS is that render's): the
- * child imports engine/charts/render-worker.ts and the type's renderer first (import time
+ * child imports media/charts/render-worker.ts and the type's renderer first (import time
  * reported apart, as Python's imports are), then times `renderTask` inline (format png,
  * default options, default frame from DEFAULT_SIZE: file read + parse + layout + SVG + resvg
  * rasterisation) plus writing the PNG, and reports `process.resourceUsage().maxRSS`. A second
- * child times the job path's worker thread (engine/render-jobs.ts runWorker: a Worker on
+ * child times the job path's worker thread (media/render-jobs.ts runWorker: a Worker on
  * render-worker with its 2 GB heap cap, thread start + module load + render + the result
  * posted back), without the object store around it.
  * matplotlib: bench/charts-matplotlib.py in a fresh /usr/bin/python3 per measurement: pandas
@@ -36,13 +36,13 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { PlotType } from "../core/charts/options.js";
-import type { RenderResult, RenderTask } from "../engine/charts/render-worker.js";
+import type { PlotType } from "../plots/options.js";
+import type { RenderResult, RenderTask } from "../media/charts/render-worker.js";
 
 interface Case {
   key: string;
   type: PlotType;
-  /** The renderer's module in core/charts/ (imported before timing). */
+  /** The renderer's module in plots/ (imported before timing). */
   module: string;
   file: string;
   what: string;
@@ -79,9 +79,9 @@ async function child(args: string[]): Promise<void> {
   const [mode, key, input, out] = args as [string, string, string, string];
   const c = CASES.find((x) => x.key === key)!;
   const t0 = performance.now();
-  const { renderTask } = await import("../engine/charts/render-worker.js");
-  const { parsePlotOptions, DEFAULT_SIZE } = await import("../core/charts/options.js");
-  if (mode === "inline") await import(`../core/charts/${c.module}.js`);
+  const { renderTask } = await import("../media/charts/render-worker.js");
+  const { parsePlotOptions, DEFAULT_SIZE } = await import("../plots/options.js");
+  if (mode === "inline") await import(`../plots/${c.module}.js`);
   const importMs = performance.now() - t0;
   const rssAfterImportKb = Math.round(process.memoryUsage().rss / 1024);
   const parsed = parsePlotOptions(c.type, c.options);
@@ -92,8 +92,8 @@ async function child(args: string[]): Promise<void> {
   let r: RenderResult;
   if (mode === "inline") r = await renderTask(task);
   else {
-    // As engine/render-jobs.ts runWorker starts one.
-    const url = new URL(`../engine/charts/render-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
+    // As media/render-jobs.ts runWorker starts one.
+    const url = new URL(`../media/charts/render-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
     r = await new Promise<RenderResult>((resolve, reject) => {
       const w = new Worker(url, { workerData: { operonRender: true }, resourceLimits: { maxOldGenerationSizeMb: 2048 }, stdout: false, stderr: false });
       w.on("message", (m: RenderResult) => { resolve(m); void w.terminate(); });
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
   const inputs = join(outDir, "inputs"), pngs = join(outDir, "png");
   mkdirSync(pngs, { recursive: true });
 
-  const { DEFAULT_SIZE } = await import("../core/charts/options.js");
+  const { DEFAULT_SIZE } = await import("../plots/options.js");
   const { writeCounts, writeDeseq2, writeGwas } = await import("./charts-inputs.js");
   const files = { "deseq2-20000.csv": () => writeDeseq2(join(inputs, "deseq2-20000.csv")), "gwas-1000000.tsv": () => writeGwas(join(inputs, "gwas-1000000.tsv")), "counts-1000x50.tsv": () => writeCounts(join(inputs, "counts-1000x50.tsv")) };
   mkdirSync(inputs, { recursive: true });
@@ -218,7 +218,7 @@ Measured ${date} on ${machine}; ${loadLine}; whole bench ${wall.toFixed(0)} s, $
 
 ${table}
 
-How measured: every figure is a fresh process. Operon: \`renderTask\` (engine/charts/render-worker.ts) inline with the type's default options and size (PNG at scale 2), from the file read to the PNG written: streaming parse, layout, SVG, resvg rasterisation; peak RSS is the process's \`maxRSS\`. "As a job" is the same render in a worker thread started the way engine/render-jobs.ts starts one (thread start, module load, render, result posted back; no object store). matplotlib: bench/charts-matplotlib.py under ${PYTHON}: pandas \`read_csv\` of the same file, matplotlib (Agg) at the pixel size of Operon's PNG (width/100 × height/100 in at 200 dpi; ${rows.map(({ r, c }) => `${c.key} ${r.inline[0]!.width}×${r.inline[0]!.height}`).join(", ")}), from the file read to \`savefig\` done; peak RSS from \`getrusage\`. Volcano: padj NA dropped, three \`scatter\` calls coloured by class, dashed threshold lines, the 15 most significant changed genes annotated (matplotlib places them as they fall; Operon places them without overlap). Manhattan: every one of the 1,000,000 SNPs drawn (one \`scatter\` per chromosome, rasterised), both lines, the lead SNP of each significant 500 kb locus labelled; Operon draws every SNP past the suggestive line and one per 1 px × 2 px cell below it (the TSV lists those). Heatmap: log2(CPM + 1), the top_n most variable genes, per-gene z-scores, \`scipy.cluster.hierarchy.linkage\` average/Euclidean on rows and columns (Operon's method), both dendrograms, \`imshow\`, colour bar. CPU is user + system seconds of the render. ${imports}.
+How measured: every figure is a fresh process. Operon: \`renderTask\` (media/charts/render-worker.ts) inline with the type's default options and size (PNG at scale 2), from the file read to the PNG written: streaming parse, layout, SVG, resvg rasterisation; peak RSS is the process's \`maxRSS\`. "As a job" is the same render in a worker thread started the way media/render-jobs.ts starts one (thread start, module load, render, result posted back; no object store). matplotlib: bench/charts-matplotlib.py under ${PYTHON}: pandas \`read_csv\` of the same file, matplotlib (Agg) at the pixel size of Operon's PNG (width/100 × height/100 in at 200 dpi; ${rows.map(({ r, c }) => `${c.key} ${r.inline[0]!.width}×${r.inline[0]!.height}`).join(", ")}), from the file read to \`savefig\` done; peak RSS from \`getrusage\`. Volcano: padj NA dropped, three \`scatter\` calls coloured by class, dashed threshold lines, the 15 most significant changed genes annotated (matplotlib places them as they fall; Operon places them without overlap). Manhattan: every one of the 1,000,000 SNPs drawn (one \`scatter\` per chromosome, rasterised), both lines, the lead SNP of each significant 500 kb locus labelled; Operon draws every SNP past the suggestive line and one per 1 px × 2 px cell below it (the TSV lists those). Heatmap: log2(CPM + 1), the top_n most variable genes, per-gene z-scores, \`scipy.cluster.hierarchy.linkage\` average/Euclidean on rows and columns (Operon's method), both dendrograms, \`imshow\`, colour bar. CPU is user + system seconds of the render. ${imports}.
 
 What was drawn (last round): ${drawn.join("; ")}.
 <!-- charts:end -->`;

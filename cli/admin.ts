@@ -4,7 +4,7 @@
  */
 import { Command } from "commander";
 import { parseConfig } from "../core/config.js";
-import { SCOPES, type Scope } from "../engine/service-store.js";
+import { SCOPES, type Scope } from "../services/store.js";
 import { commaList, parseCli, type CliIO, type Ctx } from "./program.js";
 
 const STORE_NOTE = "\nActs on the configured store directly: run it with the server's environment (OPERON_DATA_DIR, OPERON_STORAGE, …).";
@@ -12,7 +12,7 @@ const STORE_NOTE = "\nActs on the configured store directly: run it with the ser
 async function runtime(env: NodeJS.ProcessEnv) {
   const c = parseConfig(env);
   if (!c.ok) throw new Error(c.message);
-  const { createRuntime } = await import("../engine/runtime.js"); // the store adapters load only when a command needs them
+  const { createRuntime } = await import("../wiring/runtime.js"); // the store adapters load only when a command needs them
   return createRuntime(c.config);
 }
 

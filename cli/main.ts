@@ -68,7 +68,7 @@ function operatorCli(ctx: Ctx): Command {
       const { parseConfig } = await import("../core/config.js");
       const c = parseConfig({ ...env, OPERON_MODE: env.OPERON_MODE ?? "cluster" });
       if (!c.ok) { io.err(`operon operator: ${c.message}`); ctx.code = 2; return; }
-      const { createStore } = await import("../engine/runtime.js");
+      const { createStore } = await import("../wiring/runtime.js");
       const { startOperator } = await import("../operator/cluster.js");
       // OPERON_POD_NAME (the downward API in the chart) names this replica in the Lease and on its Jobs.
       const op = await startOperator(c.config, await createStore(c.config, ""), { log: io.out, ...(env.OPERON_POD_NAME ? { identity: env.OPERON_POD_NAME } : {}) });

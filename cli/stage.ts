@@ -105,7 +105,7 @@ export function stageOutCli(ctx: Ctx): Command {
 async function store(env: NodeJS.ProcessEnv) {
   const c = parseConfig(env);
   if (!c.ok) throw new ConfigError(c.message);
-  const { createStore } = await import("../engine/runtime.js"); // the store adapters load only when needed
+  const { createStore } = await import("../wiring/runtime.js"); // the store adapters load only when needed
   return createStore(c.config, c.config.OPERON_SIGNING_SECRET ?? "staging-makes-no-presigned-urls-000000");
 }
 

@@ -72,7 +72,7 @@ export const organizationKeyEntry = (organization: string, keyId: string) => `${
 export const conversationsPrefix = (organization: string, workspace: string) => `${workspaceData(organization, workspace)}conversations/`;
 export const conversationKey = (organization: string, workspace: string, id: string) => `${conversationsPrefix(organization, workspace)}${id}.json`;
 export const conversationActivityPrefix = (organization: string, workspace: string) => `${orgData(organization)}conversation-activity/${workspace}/`;
-/** A conversation's entry in the activity index; `rank` sorts the most recent first (engine/service-store.ts). */
+/** A conversation's entry in the activity index; `rank` sorts the most recent first (services/store.ts). */
 export const conversationActivityEntry = (organization: string, workspace: string, rank: string, id: string) => `${conversationActivityPrefix(organization, workspace)}${rank}.${id}`;
 
 /** Markers that an index was built (docs/storage.md#service-data): present once, never removed. */
@@ -81,7 +81,7 @@ export const conversationActivityIndexMarker = (organization: string, workspace:
 
 /** A workspace's render job records. */
 export const renderJobsPrefix = (organization: string, workspace: string) => `${workspaceData(organization, workspace)}render-jobs/`;
-/** A render job's record; `rank` orders a workspace's jobs newest first (engine/render-jobs.ts). */
+/** A render job's record; `rank` orders a workspace's jobs newest first (media/render-jobs.ts). */
 export const renderJobKey = (organization: string, workspace: string, rank: string) => `${renderJobsPrefix(organization, workspace)}${rank}.json`;
 /** Render jobs not finished yet: one marker per job id, holding its record's key. */
 export const RENDER_ACTIVE_PREFIX = `${SYSTEM_PREFIX}render-active/`;

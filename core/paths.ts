@@ -60,7 +60,7 @@ const overSegmentLimit = (s: string): boolean => {
 /**
  * Normalizes a workspace-relative path (`./a/b` → `a/b`); refuses anything unsafe. A path
  * under `orgs/` is refused too: `orgs/…` always means a full storage key, which the fields
- * that take one accept only for the caller's own workspace (engine/access.ts `fileKey`, which
+ * that take one accept only for the caller's own workspace (services/access.ts `fileKey`, which
  * strips it first), so no folder inside a workspace can be named like one and one string
  * never names two files (docs/security.md#one-meaning-of-a-workspace-path).
  */

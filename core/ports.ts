@@ -89,7 +89,7 @@ export interface ObjectStore {
   /**
    * Optional: true when a presigned PUT URL can write its key again and again until it
    * expires (S3 checks only the signature). Upload URLs of such a store then write a staging
-   * key of their own, which only upload-confirm turns into the file (engine/file-service.ts);
+   * key of their own, which only upload-confirm turns into the file (services/files.ts);
    * the local store's URLs are single-use already (the api-server claims each one).
    */
   readonly reusablePresignedPuts?: boolean;
@@ -119,6 +119,9 @@ export class StoreError extends Error {
 }
 
 /** Time, injectable so that TTLs, expiry and timeouts are testable. */
+/** Takes a slot of the organization's compute limit for a task outside a run's steps; resolves with its release once one is free. */
+export type SlotGate = (organization: string, taskId: string, signal: AbortSignal) => Promise<() => void>;
+
 export interface Clock {
   now(): number;
 }

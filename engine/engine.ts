@@ -2,7 +2,7 @@
  * The pipeline engine, one for both modes: submission (spec source, validation, inputs
  * checked against the workspace before anything starts), cancellation, and the control loop
  * (reconciler + controller) wired to a run store and an executor through core's ports.
- * Embedded mode wires the local adapters; cluster mode the Kubernetes ones (engine/runtime.ts,
+ * Embedded mode wires the local adapters; cluster mode the Kubernetes ones (wiring/runtime.ts,
  * operator/cluster.ts). The api-server and the operator both use it; it uses neither.
  */
 import { FINAL_RUN_STATUSES, isFinal } from "../core/status.js";

@@ -3,7 +3,7 @@
  * Kubernetes adapters — PipelineRuns as the run store, Jobs as the executor — plus what only
  * a controller needs: leader election (only the Lease holder reconciles), clean-up, and its
  * health and metrics endpoint. The api-server's cluster-mode engine, which never reconciles,
- * is in engine/runtime.ts.
+ * is in wiring/runtime.ts.
  */
 import { isFinal } from "../core/status.js";
 import { createServer, type Server } from "node:http";
@@ -20,7 +20,7 @@ import { startJanitor, type Janitor } from "../adapters/kubernetes/janitor.js";
 import { controllerCacheSizes } from "../engine/controller.js";
 import { reconcilerCacheSizes } from "../engine/reconciler.js";
 import { createEngine, type Engine } from "../engine/engine.js";
-import { loadStepPodConfig, type ClusterEngineOptions } from "../engine/runtime.js";
+import { loadStepPodConfig, type ClusterEngineOptions } from "../wiring/runtime.js";
 
 export const LEASE_NAME = "operon-operator";
 

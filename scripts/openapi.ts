@@ -11,7 +11,7 @@ import { createLocalRunStore } from "../adapters/local/run-store.js";
 import type { StepExecutor } from "../core/ports.js";
 import { buildApp } from "../api-server/app.js";
 import { createEngine } from "../engine/engine.js";
-import { ServiceStore } from "../engine/service-store.js";
+import { ServiceStore } from "../services/store.js";
 
 /** An executor that is never asked anything: the document needs the routes, not runs. */
 const idle: StepExecutor = {

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ApiError } from "../errors.js";
 import type { AuthContext } from "../auth.js";
 
-export { fileKey } from "../../engine/access.js";
+export { fileKey } from "../../services/access.js";
 
 export function requireAuth(req: Pick<FastifyRequest, "auth">): AuthContext {
   if (!req.auth) throw new ApiError("unauthorized", "an API key is required");

@@ -9,14 +9,14 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { StoreError, type ObjectInfo } from "../../core/ports.js";
-import { confirmUpload, createUploadUrl, downloadLink, existingFile as existing, fileName, fileView, folder, listFiles, listingRange, sweepUploads } from "../../engine/file-service.js";
+import { confirmUpload, createUploadUrl, downloadLink, existingFile as existing, fileName, fileView, folder, listFiles, listingRange, sweepUploads } from "../../services/files.js";
 import { ApiError, badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
-import type { WorkspaceRecord } from "../../engine/service-store.js";
+import type { WorkspaceRecord } from "../../services/store.js";
 import { workspaceRoot } from "../../core/layout.js";
 import { fileKey, listEnvelope, requireAuth, workspaceId } from "./common.js";
 
-export { DOWNLOAD_URL_SECONDS, UPLOAD_URL_SECONDS, MAX_PRESIGNED_PUT_BYTES } from "../../engine/file-service.js";
+export { DOWNLOAD_URL_SECONDS, UPLOAD_URL_SECONDS, MAX_PRESIGNED_PUT_BYTES } from "../../services/files.js";
 
 /** A file as the API shows it (fileView below). */
 const FileSchema = z.object({

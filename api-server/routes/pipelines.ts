@@ -12,7 +12,7 @@ import { positionOf } from "../../core/run-order.js";
 import { badRequest } from "../errors.js";
 import { IssueSchema, PipelineSpecRef, dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { Engine } from "../../engine/engine.js";
-import { PipelineService, runView } from "../../engine/pipeline-service.js";
+import { PipelineService, runView } from "../../services/pipelines.js";
 import { listEnvelope, requireAuth, workspaceId } from "./common.js";
 import { RUN_STATUSES, STEP_STATUSES } from "../../core/status.js";
 

@@ -2,17 +2,17 @@
  * Chart rendering over HTTP (spec: Visualizations; docs/charts.md): `POST /v1/visualizations/render`
  * checks everything it can before answering 202 (the type, the options against the type's
  * schema, the file and any file an option names, the output folder), then the job runs in
- * the background (engine/render-jobs.ts). `GET /v1/visualizations/:job_id` reads a job and,
+ * the background (media/render-jobs.ts). `GET /v1/visualizations/:job_id` reads a job and,
  * once completed, signs a short-lived key-free preview link for its image;
  * `GET /v1/visualizations` lists a workspace's jobs, newest first.
  */
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { PLOT_TYPES } from "../../core/charts/options.js";
-import { OUTPUT_FORMATS, RENDER_ID, RENDER_STATUSES, type RenderJobRecord } from "../../core/charts/render-job.js";
-import type { RenderJobs } from "../../engine/render-jobs.js";
-import { getRenderJob, renderJobView, submitRender } from "../../engine/render-service.js";
+import { PLOT_TYPES } from "../../plots/options.js";
+import { OUTPUT_FORMATS, RENDER_ID, RENDER_STATUSES, type RenderJobRecord } from "../../plots/render-job.js";
+import type { RenderQueue } from "../../services/renders.js";
+import { getRenderJob, renderJobView, submitRender } from "../../services/renders.js";
 import { badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
 import { listEnvelope, requireAuth, workspaceId } from "./common.js";
@@ -33,7 +33,7 @@ const JobSchema = z.object({
   created_at: z.string(), started_at: z.string().nullable(), completed_at: z.string().nullable(),
 }).meta({ id: "RenderJob" });
 
-export async function renderRoutes(app: FastifyInstance, opts: { jobs: RenderJobs }): Promise<void> {
+export async function renderRoutes(app: FastifyInstance, opts: { jobs: RenderQueue }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { store, config, clock } = app.operon.deps;
   const jobs = opts.jobs;

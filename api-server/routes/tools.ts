@@ -10,7 +10,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { dataOf, errorResponses, jsonResponse, listOf } from "../openapi.js";
 import type { Engine } from "../../engine/engine.js";
-import { runTool, toolViews } from "../../engine/tool-service.js";
+import { runTool, toolViews } from "../../services/tools.js";
 import { requireAuth } from "./common.js";
 
 const ToolSchema = z.object({

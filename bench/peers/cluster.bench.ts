@@ -57,7 +57,7 @@ import { parseConfig } from "../../core/config.js";
 import { ulid } from "../../core/ids.js";
 import { jobName } from "../../core/kubernetes/pipelinerun.js";
 import type { RunRecord } from "../../core/ports.js";
-import { createClusterEngine, createStore } from "../../engine/runtime.js";
+import { createClusterEngine, createStore } from "../../wiring/runtime.js";
 import { createKubeClient, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { startStageOut } from "../../test/support/job-sim.js";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore, type LocalStoreConfig } from "../../adapters/local/object-store.js";
 import { buildApp } from "../../api-server/app.js";
-import { ServiceStore } from "../../engine/service-store.js";
+import { ServiceStore } from "../../services/store.js";
 import { objectStoreContract } from "../support/object-store-contract.js";
 
 const SECRET = "contract-secret-0123456789abcdef0123";

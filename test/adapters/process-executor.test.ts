@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { RunRecord, StepTask } from "../../core/ports.js";
-import { forgetEndedRuns } from "../../engine/runtime.js";
+import { forgetEndedRuns } from "../../wiring/runtime.js";
 import { until } from "../support/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-executor-"));

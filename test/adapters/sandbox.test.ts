@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { ObservedStepState, StepTask } from "../../core/ports.js";
-import { chooseSandbox } from "../../engine/runtime.js";
+import { chooseSandbox } from "../../wiring/runtime.js";
 import type { Invocation } from "../../core/tools/index.js";
 import { until } from "../support/wait.js";
 

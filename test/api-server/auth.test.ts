@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
-import { ServiceStore } from "../../engine/service-store.js";
+import { ServiceStore } from "../../services/store.js";
 import type { ObjectStore } from "../../core/ports.js";
 import { SECRET, testApp, type TestApp } from "../support/app.js";
 

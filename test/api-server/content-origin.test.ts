@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../../core/config.js";
-import { createStore } from "../../engine/runtime.js";
+import { createStore } from "../../wiring/runtime.js";
 import { buildApp } from "../../api-server/app.js";
-import { ServiceStore } from "../../engine/service-store.js";
+import { ServiceStore } from "../../services/store.js";
 import { SECRET } from "../support/app.js";
 
 const API = "api.operon.test";

@@ -140,7 +140,7 @@ t.test("viewer links on S3: bytes proxied by the api-server with Range; conversi
 });
 
 t.test("a presigned PUT on S3 sets the file once: staged until confirmed, never again after (issue 28)", async (t) => {
-  const { sweepUploads, UPLOAD_URL_SECONDS, STAGED_UPLOAD_GRACE_SECONDS } = await import("../../engine/file-service.js");
+  const { sweepUploads, UPLOAD_URL_SECONDS, STAGED_UPLOAD_GRACE_SECONDS } = await import("../../services/files.js");
   await a.service.createWorkspace("acme", "once");
   const hk = { authorization: `Bearer ${await a.key("acme", ["files"], ["once"])}` };
   const octet = { "content-type": "application/octet-stream" };

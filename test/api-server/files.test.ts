@@ -320,7 +320,7 @@ t.test("a presigned PUT carries exactly the declared size, and a failed one can 
   t.notOk((await keys()).some((k) => k.startsWith("_system")), "the claims are not files");
 
   // Claims are swept once their URLs have long expired (and not before): the used URL is then refused by its expiry.
-  const { sweepUploads, UPLOAD_URL_SECONDS, STAGED_UPLOAD_GRACE_SECONDS } = await import("../../engine/file-service.js");
+  const { sweepUploads, UPLOAD_URL_SECONDS, STAGED_UPLOAD_GRACE_SECONDS } = await import("../../services/files.js");
   const claims = async () => (await a.store.list("_system/presigned-put-used/", { limit: 100 })).items.length;
   t.equal(await claims(), 2, "one claim per used URL");
   t.equal(await sweepUploads(a.store, a.clock.now()), 0, "nothing swept while the URLs may be used");

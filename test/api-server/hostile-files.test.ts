@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { testApp, type TestApp } from "../support/app.js";
 import { gzipBomb, rssSampler } from "../support/hostile.js";
-import { PreparationGate } from "../../engine/viewer-data.js";
+import { PreparationGate } from "../../media/viewer-data.js";
 
 const MB = 1024 * 1024;
 const tokenOf = (url: string) => new URL(url).pathname.split("/").pop() as string;

@@ -8,7 +8,7 @@
 import t from "tap";
 import type { LightMyRequestResponse } from "fastify";
 import { Authenticator, KEY_CACHE_MAX_ENTRIES, NEGATIVE_KEY_CACHE_MS } from "../../api-server/auth.js";
-import { generateKey, hashKey, type KeyRecord, type ServiceStore } from "../../engine/service-store.js";
+import { generateKey, hashKey, type KeyRecord, type ServiceStore } from "../../services/store.js";
 import { StoreError, type ObjectStore } from "../../core/ports.js";
 import { testApp } from "../support/app.js";
 

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { testApp } from "../support/app.js";
 import { allText, colourCount, decodePng, elements, parseXml } from "../support/images.js";
 import { until } from "../support/wait.js";
-import { DEFAULT_SIZE, type PlotType } from "../../core/charts/options.js";
+import { DEFAULT_SIZE, type PlotType } from "../../plots/options.js";
 
 const FIX = join(import.meta.dirname, "..", "fixtures");
 const ART = join(import.meta.dirname, "..", "..", ".tap", "charts");

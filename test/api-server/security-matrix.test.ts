@@ -9,7 +9,7 @@ import t, { type Test } from "tap";
 import { createHash } from "node:crypto";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { testApp, multipartBody } from "../support/app.js";
-import { SCOPES, type Scope } from "../../engine/service-store.js";
+import { SCOPES, type Scope } from "../../services/store.js";
 
 /* ------------------------------------------------------------------ the world */
 

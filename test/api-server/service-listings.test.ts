@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
-import { ServiceStore, hashKey, type ConversationRecord, type KeyRecord } from "../../engine/service-store.js";
+import { ServiceStore, hashKey, type ConversationRecord, type KeyRecord } from "../../services/store.js";
 import type { ObjectStore } from "../../core/ports.js";
 import { SECRET, testApp } from "../support/app.js";
 

@@ -39,7 +39,7 @@ import { QUANTITY } from "../../core/quantity.js";
 import { HELM_VALUE_OF } from "../../core/helm-values.js";
 import { defaultCatalogue } from "../../core/tools/index.js";
 import type { StepTask } from "../../core/ports.js";
-import { createStore } from "../../engine/runtime.js";
+import { createStore } from "../../wiring/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { buildImageTree, runtimeEnv } from "../support/image-tree.js";
 import { startStageOut } from "../support/job-sim.js";

@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../../core/config.js";
-import { bootstrap, createRuntime } from "../../engine/runtime.js";
-import { hashKey } from "../../engine/service-store.js";
+import { bootstrap, createRuntime } from "../../wiring/runtime.js";
+import { hashKey } from "../../services/store.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-admin-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -27,7 +27,7 @@ function harness(dir: string, limit: number) {
   return { store, executor, engine, stop: async () => { await engine.stop(); await executor.shutdown(); } };
 }
 
-/** A harness on a data dir a stopped server left: recover() first, then the engine (engine/runtime.ts's order). */
+/** A harness on a data dir a stopped server left: recover() first, then the engine (wiring/runtime.ts's order). */
 async function harnessAfterRestart(dir: string, limit: number) {
   const clock = { now: () => Date.now() };
   const store = createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
@@ -155,7 +155,7 @@ t.test("a restart in the middle of a run finishes it without running a completed
   await until(async () => `second to run: ${JSON.stringify((await h1.engine.runs.get(run.id))?.steps)}`, async () => (await h1.engine.runs.get(run.id))?.steps[1]?.status === "running", 60_000, POLL_MS);
   await h1.stop(); // the server goes away; "second" dies with it
 
-  // As engine/runtime.ts starts a server: the executor recovers before the engine (and its
+  // As wiring/runtime.ts starts a server: the executor recovers before the engine (and its
   // controller's first resync) exists.
   const h2 = await harnessAfterRestart(dir, 5);
   t.teardown(() => h2.stop());

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createEngine } from "../../engine/engine.js";
-import { loadStepPodConfig } from "../../engine/runtime.js";
+import { loadStepPodConfig } from "../../wiring/runtime.js";
 import { parseConfig } from "../../core/config.js";
 import type { StepPodConfig } from "../../core/kubernetes/step-pods.js";
 import type { ObservedStepState, RunRecord, StepExecutor, StepTask } from "../../core/ports.js";

@@ -1,7 +1,7 @@
 import t from "tap";
 import { ESLint } from "eslint";
 
-// The purity rule of eslint.config.js: core/ may not import I/O modules or read the clock.
+// The purity rule of eslint.config.js: core/ and plots/ may not import I/O modules or read the clock.
 const eslint = new ESLint();
 
 async function lint(code: string, filePath: string) {
@@ -17,8 +17,9 @@ for (const [what, code] of [
   ["@kubernetes/client-node", `import * as k8s from "@kubernetes/client-node";\nexport const x = k8s;\n`],
   ["an adapter", `import { x as y } from "../adapters/local/store.js";\nexport const x = y;\n`],
 ] as const) {
-  t.test(`core/ may not import ${what}`, async (t) => {
+  t.test(`core/ and plots/ may not import ${what}`, async (t) => {
     t.ok((await lint(code, "core/example.ts")).includes("no-restricted-imports"));
+    t.ok((await lint(code, "plots/example.ts")).includes("no-restricted-imports"), "plots/ is pure too");
     t.notOk((await lint(code, "adapters/example.ts")).includes("no-restricted-imports"), "allowed outside core/");
   });
 }
@@ -27,6 +28,7 @@ t.test("core/ may not read the clock, randomness or the process", async (t) => {
   t.ok((await lint(`export const now = Date.now();\n`, "core/example.ts")).includes("no-restricted-properties"));
   t.ok((await lint(`export const r = Math.random();\n`, "core/example.ts")).includes("no-restricted-properties"));
   t.ok((await lint(`export const e = process.env;\n`, "core/example.ts")).includes("no-restricted-globals"));
+  t.ok((await lint(`export const now = Date.now();\n`, "plots/example.ts")).includes("no-restricted-properties"), "plots/ too");
 });
 
 t.test("pure imports are fine in core/", async (t) => {

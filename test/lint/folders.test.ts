@@ -1,7 +1,9 @@
 /**
  * The top-level folders form layers (docs/architecture.md): every import between them goes
- * down this table, so there is no cycle between folders and `api-server/` (HTTP) and
- * `operator/` (controller process) never reach into each other. Static imports, dynamic
+ * down this table, so there is no cycle between folders, `api-server/` (HTTP) and
+ * `operator/` (controller process) never reach into each other, the control loop (`engine/`)
+ * and the pure layers (`core/`, `plots/`) import no I/O layer, and the application services
+ * reach media preparation only through the ports wiring hands them. Static imports, dynamic
  * `import()` and `export … from` all count.
  */
 import t from "tap";
@@ -14,12 +16,16 @@ const repo = fileURLToPath(new URL("../../", import.meta.url));
 /** Which folders each folder may import from (besides itself). */
 const ALLOWED: Record<string, string[]> = {
   core: [],
+  plots: ["core"],
   adapters: ["core"],
-  engine: ["core", "adapters"],
-  assistant: ["core", "adapters", "engine"],
-  "api-server": ["core", "adapters", "engine", "assistant"],
-  operator: ["core", "adapters", "engine"],
-  cli: ["core", "adapters", "engine", "assistant", "api-server", "operator"],
+  engine: ["core"],
+  media: ["core", "plots", "adapters"],
+  services: ["core", "plots", "adapters", "engine"],
+  wiring: ["core", "plots", "adapters", "engine", "media", "services"],
+  assistant: ["core", "plots", "engine", "services"],
+  "api-server": ["core", "plots", "adapters", "engine", "media", "services", "wiring", "assistant"],
+  operator: ["core", "adapters", "engine", "wiring"],
+  cli: ["core", "plots", "adapters", "engine", "media", "services", "wiring", "assistant", "api-server", "operator"],
 };
 
 function tsFiles(dir: string): string[] {

@@ -16,7 +16,7 @@ import { parseConfig, type Config } from "../../core/config.js";
 import { jobActive, jobEnded, podSucceeded, type JobObject } from "../../core/kubernetes/jobs.js";
 import { RunManifestSchema } from "../../core/manifest.js";
 import type { ObjectStore, RunRecord } from "../../core/ports.js";
-import { createClusterEngine, createStore } from "../../engine/runtime.js";
+import { createClusterEngine, createStore } from "../../wiring/runtime.js";
 import { startOperator, type Operator } from "../../operator/cluster.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";

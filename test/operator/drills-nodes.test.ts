@@ -17,7 +17,7 @@ import { parseConfig, type Config } from "../../core/config.js";
 import type { JobObject, PodObject } from "../../core/kubernetes/jobs.js";
 import { RunManifestSchema, type RunManifest } from "../../core/manifest.js";
 import type { ObjectStore, RunRecord } from "../../core/ports.js";
-import { createClusterEngine, createStore } from "../../engine/runtime.js";
+import { createClusterEngine, createStore } from "../../wiring/runtime.js";
 import { startOperator } from "../../operator/cluster.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";

@@ -11,7 +11,7 @@
  */
 import t from "tap";
 import { parseConfig } from "../../core/config.js";
-import { createClusterEngine, createStore } from "../../engine/runtime.js";
+import { createClusterEngine, createStore } from "../../wiring/runtime.js";
 import { startOperator } from "../../operator/cluster.js";
 import { createKubeClient } from "../../adapters/kubernetes/client.js";
 import { startStageOut } from "../support/job-sim.js";

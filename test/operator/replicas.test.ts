@@ -9,8 +9,8 @@
 import t from "tap";
 import { parseConfig } from "../../core/config.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
-import { createStore } from "../../engine/runtime.js";
-import { createClusterEngine } from "../../engine/runtime.js";
+import { createStore } from "../../wiring/runtime.js";
+import { createClusterEngine } from "../../wiring/runtime.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { buildApp, type AppDeps } from "../../api-server/app.js";
-import { ServiceStore, type Scope } from "../../engine/service-store.js";
+import { ServiceStore, type Scope } from "../../services/store.js";
 import { createEngine, type Engine } from "../../engine/engine.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
