@@ -86,9 +86,6 @@ export const renderJobKey = (organization: string, workspace: string, rank: stri
 /** Render jobs not finished yet: one marker per job id, holding its record's key. */
 export const RENDER_ACTIVE_PREFIX = `${SYSTEM_PREFIX}render-active/`;
 export const renderActiveKey = (jobId: string) => `${RENDER_ACTIVE_PREFIX}${jobId}`;
-/** Renders holding a slot, per organization: what a replica without the engine's ledger counts. */
-export const renderRunningPrefix = (organization: string) => `${SYSTEM_PREFIX}render-running/${organization}/`;
-export const renderRunningKey = (organization: string, jobId: string) => `${renderRunningPrefix(organization)}${jobId}`;
 
 /** Derived data of a viewer preparation, by the fingerprint of what it was derived from. */
 export const derivedPrefix = (organization: string, workspace: string, fingerprint: string) => `${workspaceData(organization, workspace)}derived/${fingerprint}/`;

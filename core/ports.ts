@@ -119,8 +119,55 @@ export class StoreError extends Error {
 }
 
 /** Time, injectable so that TTLs, expiry and timeouts are testable. */
-/** Takes a slot of the organization's compute limit for a task outside a run's steps; resolves with its release once one is free. */
-export type SlotGate = (organization: string, taskId: string, signal: AbortSignal) => Promise<() => void>;
+/**
+ * Takes a slot of the organization's compute limit for a task outside a run's steps (a tool
+ * run, a render, a viewer preparation): the task enters the organization's queue as a claim
+ * and the promise resolves with its release once the claim is admitted, in its turn
+ * (docs/architecture.md#the-organization-limit). An aborted wait gives up its place.
+ */
+export type SlotGate = (organization: string, taskId: string, signal: AbortSignal, kind?: ClaimKind) => Promise<() => void>;
+
+export type ClaimKind = "tool" | "render" | "preparation";
+
+/** A task's request for one slot of its organization's limit, as the claim store keeps it. */
+export interface ComputeClaim {
+  /** Unique; lowercase letters, digits and `-`, at most 40 characters (it names a Kubernetes object). */
+  id: string;
+  organization: string;
+  kind: ClaimKind;
+  /** The caller's name for the task (e.g. the render job id), for people reading the queue. */
+  task: string;
+  /** The process that waits for it and runs the task; it renews the claim while it lives. */
+  holder: string;
+  /** Its place in the organization's queue (ms since the epoch). */
+  createdAt: number;
+  /** How long the claim lives without a renewal before the admitting side deletes it. */
+  ttlMs: number;
+  /** The last renewal, as the store records it (compared for change only). */
+  renewedAt: string;
+  /** When it was admitted; absent while it waits. */
+  admittedAt?: number;
+}
+
+/**
+ * Where claims live between the processes that wait for them and the one that admits them
+ * (embedded mode: memory; cluster mode: Lease objects every api-server replica and the
+ * operator see). It stores and reports; the ledger decides.
+ */
+export interface ClaimStore {
+  create(claim: Omit<ComputeClaim, "renewedAt" | "admittedAt">): Promise<void>;
+  get(id: string): Promise<ComputeClaim | undefined>;
+  /** Every claim (all organizations). */
+  list(): Promise<ComputeClaim[]>;
+  /** Marks it admitted; false when it no longer exists. */
+  admit(id: string, at: number): Promise<boolean>;
+  /** Records a renewal; false when it no longer exists (expired and deleted). */
+  renew(id: string, at: number): Promise<boolean>;
+  /** Deletes it (absent is fine). */
+  delete(id: string): Promise<void>;
+  /** Calls back with a claim's organization and id whenever it is created, changed or deleted. */
+  watch(onChange: (organization: string, id: string) => void): () => void;
+}
 
 export interface Clock {
   now(): number;
@@ -298,6 +345,12 @@ export interface StepExecutor {
    * the per-organization ledger before it admits anything.
    */
   activeSteps?(): Promise<Array<{ organization: string; runId: string; stepIds: string[] }>>;
+  /**
+   * The engine has started: called once, before its first reconcile (its run store has synced
+   * by then, so what it says about runs holds). An executor that writes on its own (the Job
+   * executor's watch side: stopping Jobs that cannot start, copying logs) waits for it.
+   */
+  engineStarted?(): void;
   /** Starts the step; a step already known (same run, step and attempt) is not started twice. */
   submit(task: StepTask): Promise<void>;
   /** Every step of the run the executor knows, by step id. */

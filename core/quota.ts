@@ -1,8 +1,10 @@
 /**
  * The per-organization limit on concurrent compute tasks (spec: Limits; docs/architecture.md#the-organization-limit), as pure
- * bookkeeping. `allocate` hands an organization's free slots to its ready steps first come,
- * first served (runs by creation time, then step order); the rest wait with a visible queue
- * position and never fail. `Ledger` keeps the counts between reconciles the way Kueue's
+ * bookkeeping, and the one admission path for every compute task: a run's steps and the
+ * tasks outside runs (tool runs, renders, viewer preparations, which enter as claims) are
+ * demands in one queue per organization. `allocate` hands the organization's free slots to
+ * them first come, first served (a run by its creation time, then step order; a task by
+ * when it asked); the rest wait with a visible queue position and never fail. `Ledger` keeps the counts between reconciles the way Kueue's
  * cache does: derived from observed steps, with slots "assumed" before a create and undone
  * if the create fails, so two reconciles never both spend the last slot. Queue positions are
  * computed when a run is read (`queuePositions`, Kueue's visibility API), never written.
@@ -11,6 +13,7 @@
 export const DEFAULT_ORG_CONCURRENCY = 5;
 
 export interface Demand {
+  /** The run, or the task (a claim) whose one "step" is itself. */
   runId: string;
   createdAt: number;
   /** Ready steps of the run, in declaration order. */
@@ -50,6 +53,14 @@ interface OrgBook {
   /** Steps assumed active: admitted and being created, not yet observed. */
   assumed: Map<string, Set<string>>;
   demands: Map<string, Demand>;
+  /** Ids among the above that are tasks (claims), not runs. */
+  tasks: Set<string>;
+}
+
+/** An organization's claims as last observed: those holding a slot, and those waiting with their place. */
+export interface ObservedClaims {
+  admitted: readonly string[];
+  waiting: ReadonlyArray<{ id: string; createdAt: number }>;
 }
 
 /** Per-organization bookkeeping shared by the reconciles of all runs (and synchronous tool runs). */
@@ -60,7 +71,7 @@ export class Ledger {
 
   private book(org: string): OrgBook {
     let b = this.orgs.get(org);
-    if (!b) { b = { active: new Map(), assumed: new Map(), demands: new Map() }; this.orgs.set(org, b); }
+    if (!b) { b = { active: new Map(), assumed: new Map(), demands: new Map(), tasks: new Set() }; this.orgs.set(org, b); }
     return b;
   }
 
@@ -91,6 +102,7 @@ export class Ledger {
     b.active.delete(runId);
     b.assumed.delete(runId);
     b.demands.delete(runId);
+    b.tasks.delete(runId);
   }
 
   /** Removes a run from every organization (its record was deleted, so its organization is not known). */
@@ -122,12 +134,42 @@ export class Ledger {
    * the reconciles of a long queue grow with its square.
    */
   admittedRuns(org: string): string[] {
-    return [...this.allocation(org).admitted.keys()];
+    const tasks = this.orgs.get(org)?.tasks;
+    return [...this.allocation(org).admitted.keys()].filter((id) => !tasks?.has(id));
+  }
+
+  /** Claims (tasks outside runs) the allocation would admit now, oldest first. */
+  admittedTasks(org: string): string[] {
+    const tasks = this.orgs.get(org)?.tasks;
+    return [...this.allocation(org).admitted.keys()].filter((id) => tasks?.has(id));
   }
 
   /** Runs of the organization that have steps waiting for a slot. */
   waitingRuns(org: string): string[] {
-    return [...(this.orgs.get(org)?.demands.keys() ?? [])];
+    const b = this.orgs.get(org);
+    return [...(b?.demands.keys() ?? [])].filter((id) => !b?.tasks.has(id));
+  }
+
+  /**
+   * Level-triggered update from the organization's claims as listed: an admitted claim holds
+   * a slot (and stops being assumed), a waiting one is a demand at its place, and a claim no
+   * longer listed (released, or expired and deleted) holds nothing. A claim assumed and still
+   * listed as waiting is a listing from before its admission was written: it stays assumed.
+   */
+  observeClaims(org: string, seen: ObservedClaims): void {
+    const b = this.book(org);
+    const listed = new Set([...seen.admitted, ...seen.waiting.map((w) => w.id)]);
+    for (const id of [...b.tasks]) if (!listed.has(id)) this.remove(org, id);
+    for (const id of seen.admitted) {
+      b.tasks.add(id);
+      b.active.set(id, new Set([id]));
+      b.assumed.delete(id);
+      b.demands.delete(id);
+    }
+    for (const w of seen.waiting) {
+      b.tasks.add(w.id);
+      if (!b.assumed.has(w.id)) b.demands.set(w.id, { runId: w.id, createdAt: w.createdAt, ready: [w.id] });
+    }
   }
 
   /** Marks `stepIds` of `runId` as taking a slot before they are created ("assume"). */
@@ -149,18 +191,6 @@ export class Ledger {
     const set = this.orgs.get(org)?.assumed.get(runId);
     set?.delete(stepId);
     if (set && set.size === 0) this.orgs.get(org)?.assumed.delete(runId);
-  }
-
-  /**
-   * Takes one slot now for a synchronous task (e.g. a tool run) if one is free and nobody
-   * queued earlier is waiting; returns a release function, or undefined when it must wait.
-   */
-  tryAcquire(org: string, taskId: string): (() => void) | undefined {
-    const b = this.book(org);
-    const waitingAhead = [...b.demands.values()].reduce((n, d) => n + d.ready.length, 0);
-    if (this.inUse(org) + waitingAhead >= this.limitOf(org)) return undefined;
-    this.assume(org, taskId, [taskId]);
-    return () => this.undo(org, taskId, taskId);
   }
 }
 

@@ -26,6 +26,8 @@ export interface ControllerOptions {
   waitingRuns?: (org: string) => Iterable<string>;
   /** Whether the organization has a free slot now (with waitingRuns: wake the waiting after each reconcile). */
   hasFreeSlot?: (org: string) => boolean;
+  /** A reconcile left a slot of `org` free: whoever else waits for one (claims) may take it. */
+  onSlotFree?: (org: string) => void;
   /** Runs once before the first reconcile (e.g. rebuild the quota ledger from live Jobs). */
   prime?: () => Promise<void>;
   /**
@@ -178,7 +180,10 @@ export function startController(opts: ControllerOptions) {
       const org = await track(id, true);
       // A reconcile may have freed slots (a run ended, a step was seen finished) after the
       // waiting runs were last looked at: while slots are free, look at them again.
-      if (org && opts.waitingRuns && opts.hasFreeSlot?.(org)) for (const w of opts.waitingRuns(org)) if (w !== id) queue.add(w);
+      if (org && opts.hasFreeSlot?.(org)) {
+        if (opts.waitingRuns) for (const w of opts.waitingRuns(org)) if (w !== id) queue.add(w);
+        opts.onSlotFree?.(org);
+      }
       return res ?? {};
     };
     await runWorkers(queue, workers, !metrics ? work : async (id) => {

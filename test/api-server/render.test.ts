@@ -188,14 +188,15 @@ t.test("listing: newest first, with a cursor", async (t) => {
 t.test("a render takes a slot of the organization's limit", async (t) => {
   const { a, h } = await setup({ orgConcurrency: 1 });
   t.teardown(() => a.close());
-  const release = a.engine!.ledger.tryAcquire("acme", "a-tool-run");
-  t.ok(release, "the only slot is taken by another task");
+  const release = await a.engine!.slots("acme", "a-tool-run", new AbortController().signal);
+  t.equal(a.engine!.ledger.inUse("acme"), 1, "the only slot is taken by another task");
   const id = (await render(a, h, { type: "volcano_plot", file_path: "de/results.csv", workspace_id: "ws1" })).json().data.job_id;
-  // The job's holder polls the ledger every 100 ms; give it several chances to (wrongly) start.
+  // Give the job's holder time to (wrongly) start.
   await sleep(700);
   t.equal((await job(a, h, id)).json().data.status, "queued", "waits while the organization is full");
   release!();
   t.equal((await finished(a, h, id)).status, "completed", "starts once the slot is free");
+  await until("the render's claim released", () => a.engine!.ledger.inUse("acme") === 0, 10_000);
   t.equal(a.engine!.ledger.inUse("acme"), 0, "and gives the slot back");
 });
 

@@ -685,6 +685,10 @@ t.test("install: a real apply, and the ServiceAccounts may do what they need and
     [apiSa, "delete", "pipelineruns.operon.dev", [], "no"],
     [apiSa, "get", "secrets", [], "no"],
     [apiSa, "get", "pods", ["--subresource=log"], "no"],
+    // Compute claims: Leases a replica creates, renews (patch), watches and deletes; never replaces.
+    [apiSa, "create", "leases.coordination.k8s.io", [], "yes"],
+    [apiSa, "watch", "leases.coordination.k8s.io", [], "yes"],
+    [apiSa, "update", "leases.coordination.k8s.io/operon-operator", [], "no"],
     [operatorSa, "create", "jobs.batch", [], "yes"],
     [operatorSa, "patch", "pipelineruns.operon.dev", ["--subresource=status"], "yes"],
     [operatorSa, "update", "pipelineruns.operon.dev", ["--subresource=status"], "yes"],
@@ -699,6 +703,8 @@ t.test("install: a real apply, and the ServiceAccounts may do what they need and
     [operatorSa, "get", "pods", ["--subresource=log"], "yes"],
     [operatorSa, "update", "leases.coordination.k8s.io/operon-operator", [], "yes"],
     [operatorSa, "update", "leases.coordination.k8s.io/someone-else", [], "no"],
+    [operatorSa, "patch", "leases.coordination.k8s.io/operon-claim-x", [], "yes"],
+    [operatorSa, "create", "leases.coordination.k8s.io/operon-claim-x", [], "yes"],
   ];
   for (const [sa, verb, resource, extra, answer] of expect) {
     t.equal(await canI(sa, verb, resource, extra), answer, `${sa}: ${verb} ${resource} ${extra.join(" ")} → ${answer}`);
