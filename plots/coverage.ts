@@ -8,8 +8,13 @@
  * Reading BAM / bigWig files happens in media/charts/coverage-data.ts.
  */
 import { scaleLinear } from "d3-scale";
-import type { Feature } from "./annotation.js";
-import { axis, esc, fmt, leftAxisWidth, r2, SIZE, text, textWidth, svgDocument, type Chart, type Frame } from "./common.js";
+import type { Feature } from "./data/annotation.js";
+import { type Chart, type Frame } from "./chart.js";
+import { fmt } from "./data/numbers.js";
+import { leftAxisWidth } from "./layout/axes.js";
+import { SIZE, textWidth } from "./layout/text.js";
+import { axis } from "./paint/axis.js";
+import { esc, r2, text, svgDocument } from "./paint/svg.js";
 import type { CoverageOpts } from "./options.js";
 
 export interface CoverageTrack {

@@ -9,10 +9,11 @@
  * textbook algorithm (ml-hclust's agnes, which the tests compare it with) but fast enough
  * for 2,000 genes (agnes takes ~12 s for 1,000).
  */
-import {
-  ChartError, SIZE, colormap, fmt, r2, svgDocument, text, textWidth,
-  type Chart, type Frame, type TableSink,
-} from "./common.js";
+import { ChartError, type Chart, type Frame, type TableSink } from "./chart.js";
+import { fmt } from "./data/numbers.js";
+import { SIZE, textWidth } from "./layout/text.js";
+import { colormap } from "./paint/colours.js";
+import { r2, svgDocument, text } from "./paint/svg.js";
 import type { HeatmapOpts } from "./options.js";
 import { CountMatrixReader, log2Cpm, mostVariable, skippedComment, titleBlock, type CountMatrix } from "./pca.js";
 

@@ -11,7 +11,16 @@
  * exactly the points drawn.
  */
 import { scaleLinear } from "d3-scale";
-import { axis, ChartError, drawLabels, fastNumber, findColumn, fitText, fmt, leftAxisWidth, optionalColumn, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Chart, type Frame, type TableSink } from "./common.js";
+import { ChartError, type Chart, type Frame, type TableSink } from "./chart.js";
+import { findColumn, optionalColumn } from "./data/columns.js";
+import { fastNumber, fmt } from "./data/numbers.js";
+import { leftAxisWidth } from "./layout/axes.js";
+import { placeLabels } from "./layout/labels.js";
+import { fitText, SIZE, textWidth } from "./layout/text.js";
+import { axis } from "./paint/axis.js";
+import { PALETTE } from "./paint/colours.js";
+import { drawLabels } from "./paint/labels.js";
+import { r2, svgDocument, text } from "./paint/svg.js";
 import type { ManhattanOpts } from "./options.js";
 
 export const MANHATTAN_COLUMNS = {

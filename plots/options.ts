@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { parseRegion } from "../core/viewers.js";
-import { COLORMAPS } from "./common.js";
+import { COLORMAPS } from "./paint/colours.js";
 
 export const PLOT_TYPES = ["volcano_plot", "manhattan_plot", "pca_plot", "heatmap", "coverage_track", "structure_3d", "pathway_map"] as const;
 export type PlotType = (typeof PLOT_TYPES)[number];

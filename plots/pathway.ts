@@ -7,9 +7,15 @@
  * RdBu scale, metabolites and pathway links in their own styles, interactions with their
  * arrowheads, labels and compartments. The TSV lists every gene box drawn.
  */
-import { ChartError, SIZE, colorbar, colormap, esc, findColumn, fmt, numberOf, r2, svgDocument, text, textWidth, type Chart, type ChartData, type Frame, type TableSink } from "./common.js";
+import { ChartError, type Chart, type ChartData, type Frame, type TableSink } from "./chart.js";
+import { findColumn } from "./data/columns.js";
+import { fmt, numberOf } from "./data/numbers.js";
+import { SIZE, textWidth } from "./layout/text.js";
+import { colormap } from "./paint/colours.js";
+import { colorbar } from "./paint/legend.js";
+import { esc, r2, svgDocument, text } from "./paint/svg.js";
 import type { PathwayOpts } from "./options.js";
-import { GENE_TYPES, collectionUniverse, geneKeyOf, normalizeId, pathwayGenes, type IdMap, type Organism, type Pathway, type PathwayCollection, type PathwayEdge, type PathwayNode } from "./pathway-data.js";
+import { GENE_TYPES, collectionUniverse, geneKeyOf, normalizeId, pathwayGenes, type IdMap, type Organism, type Pathway, type PathwayCollection, type PathwayEdge, type PathwayNode } from "./data/pathways.js";
 
 // ---- statistics -------------------------------------------------------------------------
 

@@ -11,10 +11,16 @@
 import { scaleLinear } from "d3-scale";
 import { PCA } from "ml-pca";
 import { isMissing } from "../core/delimited.js";
-import {
-  ChartError, GREY, PALETTE, SIZE, axis, drawLabels, findColumn, fmt, leftAxisWidth, numberOf, placeLabels, r2, svgDocument, text, textWidth,
-  type Box, type Chart, type Frame, type LabelRequest, type PlacedLabel, type TableSink,
-} from "./common.js";
+import { ChartError, type Chart, type Frame, type TableSink } from "./chart.js";
+import { findColumn } from "./data/columns.js";
+import { fmt, numberOf } from "./data/numbers.js";
+import { leftAxisWidth } from "./layout/axes.js";
+import { placeLabels, type Box, type LabelRequest, type PlacedLabel } from "./layout/labels.js";
+import { SIZE, textWidth } from "./layout/text.js";
+import { axis } from "./paint/axis.js";
+import { GREY, PALETTE } from "./paint/colours.js";
+import { drawLabels } from "./paint/labels.js";
+import { r2, svgDocument, text } from "./paint/svg.js";
 import type { PcaOpts } from "./options.js";
 
 // ---------------------------------------------------------------------------------------------

@@ -16,11 +16,16 @@
  * then highlights, so tubes and sticks join without seams.
  */
 import { interpolateTurbo } from "d3-scale-chromatic";
-import {
-  type Box, type Chart, ChartError, colorbar, colormap, drawLabels, fmt, type Frame, placeLabels, r2, SIZE, svgDocument, text, textWidth,
-} from "./common.js";
+import { type Chart, ChartError, type Frame } from "./chart.js";
+import { fmt } from "./data/numbers.js";
+import { type Box, placeLabels } from "./layout/labels.js";
+import { SIZE, textWidth } from "./layout/text.js";
+import { colormap } from "./paint/colours.js";
+import { drawLabels } from "./paint/labels.js";
+import { colorbar } from "./paint/legend.js";
+import { r2, svgDocument, text } from "./paint/svg.js";
 import type { StructureOpts } from "./options.js";
-import { type Atom, isWater, type Structure } from "./structure-parse.js";
+import { type Atom, isWater, type Structure } from "./data/structure-file.js";
 
 // --- small vector helpers ------------------------------------------------------------------
 

@@ -7,7 +7,17 @@
  * overlap; a legend with the counts. The TSV holds one row per point drawn.
  */
 import { scaleLinear } from "d3-scale";
-import { axis, ChartError, drawLabels, fastNumber, findColumn, fitText, fmt, GREY, leftAxisWidth, legend, optionalColumn, PALETTE, placeLabels, r2, SIZE, svgDocument, text, textWidth, type Box, type Chart, type Frame, type TableSink } from "./common.js";
+import { ChartError, type Chart, type Frame, type TableSink } from "./chart.js";
+import { findColumn, optionalColumn } from "./data/columns.js";
+import { fastNumber, fmt } from "./data/numbers.js";
+import { leftAxisWidth } from "./layout/axes.js";
+import { placeLabels, type Box } from "./layout/labels.js";
+import { fitText, SIZE, textWidth } from "./layout/text.js";
+import { axis } from "./paint/axis.js";
+import { GREY, PALETTE } from "./paint/colours.js";
+import { drawLabels } from "./paint/labels.js";
+import { legend } from "./paint/legend.js";
+import { r2, svgDocument, text } from "./paint/svg.js";
 import type { VolcanoOpts } from "./options.js";
 
 export const VOLCANO_COLUMNS = {

@@ -8,7 +8,7 @@
  * a `ChartError` that says what is wrong. All reads go through a `BoundedFile`
  * (bounded-read.ts). docs/security.md ("Bounds on chart inputs") lists the limits.
  */
-import { ChartError } from "../../plots/common.js";
+import { ChartError } from "../../plots/chart.js";
 import { boundedChunks, BoundedFile } from "./bounded-read.js";
 
 /** Contigs of a BAM or bigWig (a draft assembly has up to a few million). */

@@ -17,7 +17,7 @@
 import { createReadStream } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
-import { ChartError } from "../../plots/common.js";
+import { ChartError } from "../../plots/chart.js";
 import { boundedBytes, ReaderError } from "../readers/bounded.js";
 
 const MB = 1024 * 1024;

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { IdMap, Pathway, PathwayCollection } from "../../plots/pathway-data.js";
+import type { IdMap, Pathway, PathwayCollection } from "../../plots/data/pathways.js";
 
 let cached: Promise<PathwayCollection> | undefined;
 

@@ -12,7 +12,7 @@ import { stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { parentPort, workerData, isMainThread } from "node:worker_threads";
 import { Resvg } from "@resvg/resvg-js";
-import { ChartError, toTsv, type Chart, type Frame, type TableSink } from "../../plots/common.js";
+import { ChartError, toTsv, type Chart, type Frame, type TableSink } from "../../plots/chart.js";
 import type { PlotType } from "../../plots/options.js";
 import type { CoverageOpts, HeatmapOpts, ManhattanOpts, PathwayOpts, PcaOpts, StructureOpts, VolcanoOpts } from "../../plots/options.js";
 import { DelimitedParser, detectDelimiter, parseTable } from "../../core/delimited.js";
@@ -139,7 +139,7 @@ async function chartOf(t: RenderTask): Promise<Chart> {
       return streamTable(t.inputs.primary, (h) => pathwayChart(h, o as PathwayOpts, t.frame, collection), TABLE_MAX_ROWS.pathway_map, TABLE_BYTES);
     }
     case "structure_3d": {
-      const [{ structureChart }, { parseStructure }] = await Promise.all([import("../../plots/structure.js"), import("../../plots/structure-parse.js")]);
+      const [{ structureChart }, { parseStructure }] = await Promise.all([import("../../plots/structure.js"), import("../../plots/data/structure-file.js")]);
       const text = await readSmall(t.inputs.primary, STRUCTURE_MAX_BYTES, "the structure file");
       const name = t.inputs.primary.replace(/\.(gz|bgz)$/i, "").toLowerCase();
       const format = /\.(cif|mmcif)$/.test(name) || /^data_/m.test(text.slice(0, 4096)) ? "mmcif" : "pdb";
@@ -147,7 +147,7 @@ async function chartOf(t: RenderTask): Promise<Chart> {
     }
     case "coverage_track": {
       const [{ coverageChart }, { findGene }, { ensureBamIndex, loadCoverage, readAnnotation }] = await Promise.all([
-        import("../../plots/coverage.js"), import("../../plots/annotation.js"), import("./coverage-data.js"),
+        import("../../plots/coverage.js"), import("../../plots/data/annotation.js"), import("./coverage-data.js"),
       ]);
       const co = o as CoverageOpts;
       const kind = /\.(bw|bigwig)$/i.test(t.inputs.primary) ? "bigwig" : "bam";

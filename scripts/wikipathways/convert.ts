@@ -12,7 +12,7 @@
  */
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildIdMap, type IdMap, type Organism, type Pathway, type PathwayEdge, type PathwayNode, type PathwayShape } from "../../plots/pathway-data.js";
+import { buildIdMap, type IdMap, type Organism, type Pathway, type PathwayEdge, type PathwayNode, type PathwayShape } from "../../plots/data/pathways.js";
 
 export const SOURCE = "https://github.com/wikipathways/wikipathways-database (pathways/WPnnn/WPnnn.gpml)";
 export const LICENCE = "CC0 1.0 (WikiPathways content is in the public domain: https://www.wikipathways.org/about.html)";

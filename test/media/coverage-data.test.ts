@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { ChartError } from "../../plots/common.js";
+import { ChartError } from "../../plots/chart.js";
 import { ensureBamIndex, loadCoverage, readAnnotation } from "../../media/charts/coverage-data.js";
 
 const run = promisify(execFile);

@@ -7,8 +7,9 @@ import t from "tap";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Resvg } from "@resvg/resvg-js";
-import { findGene, parseAnnotation, type Feature } from "../../plots/annotation.js";
-import { ChartError, SIZE, textWidth, toTsv } from "../../plots/common.js";
+import { findGene, parseAnnotation, type Feature } from "../../plots/data/annotation.js";
+import { ChartError, toTsv } from "../../plots/chart.js";
+import { SIZE, textWidth } from "../../plots/layout/text.js";
 import { binCount, binDepth, binSizeFor, coverageChart, type CoverageTrack } from "../../plots/coverage.js";
 import { CoverageOptions } from "../../plots/options.js";
 

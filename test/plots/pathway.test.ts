@@ -1,10 +1,10 @@
 import t from "tap";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ChartError, type Chart } from "../../plots/common.js";
+import { ChartError, type Chart } from "../../plots/chart.js";
 import { PathwayOptions } from "../../plots/options.js";
 import { enrichment, hypergeometricSf, pathwayChart } from "../../plots/pathway.js";
-import { geneKeyOf, normalizeId, type PathwayCollection } from "../../plots/pathway-data.js";
+import { geneKeyOf, normalizeId, type PathwayCollection } from "../../plots/data/pathways.js";
 import { parseTable } from "../../core/delimited.js";
 import { loadPathways } from "../../media/charts/pathways.js";
 import { convertGpml, parseXml } from "../../scripts/wikipathways/convert.js";

@@ -1,10 +1,10 @@
 import t from "tap";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ChartError, type Chart } from "../../plots/common.js";
+import { ChartError, type Chart } from "../../plots/chart.js";
 import { StructureOptions } from "../../plots/options.js";
 import { structureChart } from "../../plots/structure.js";
-import { parseStructure } from "../../plots/structure-parse.js";
+import { parseStructure } from "../../plots/data/structure-file.js";
 import { renderTask } from "../../media/charts/render-worker.js";
 import { allText, colourCount, decodePng, elements, parseXml, type XmlElement } from "../support/images.js";
 

@@ -5,7 +5,7 @@
  * alternate locations only blank or `A`. Author numbering (auth_seq_id, auth_asym_id) is used
  * for mmCIF so that residue numbers and chains read the same as in the PDB format.
  */
-import { ChartError } from "./common.js";
+import { ChartError } from "../chart.js";
 
 export interface Atom {
   serial: number;

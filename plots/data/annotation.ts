@@ -4,7 +4,7 @@
  * model), and finding a gene by name or identifier. Lines are fed one at a time so a large
  * annotation file can be streamed; `parseAnnotation` does it for a whole text.
  */
-import { ChartError } from "./common.js";
+import { ChartError } from "../chart.js";
 
 /** A gene (or BED record): 1-based inclusive coordinates; exons sorted and non-overlapping. */
 export interface Feature {
