@@ -173,6 +173,7 @@ export function createEngine(deps: EngineDeps): Engine {
     hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
     // The ledger starts from the steps running now (live Jobs), before anything is admitted.
     prime: async () => {
+      deps.executor.engineStarted?.();
       for (const a of (await deps.executor.activeSteps?.()) ?? []) ledger.observe(a.organization, a.runId, 0, { known: a.stepIds, running: a.stepIds, ready: [] });
     },
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),

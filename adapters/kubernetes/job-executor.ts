@@ -17,9 +17,11 @@
  * folder (`logs/<step>.log`), once, while its run has not finished; a write that fails is
  * tried again after a back-off. Jobs are stopped (here, or by `kill` on the engine's request)
  * by annotating and suspending them: the record stays, so a stopped step is never mistaken
- * for one that never started. Until the engine starts (its run store synced, so `runFinished`
- * is known) the watch side writes nothing: the first list reports every Job, also those of
- * runs that finished long ago.
+ * for one that never started. Until the engine says it has started (`engineStarted`: its run
+ * store synced, so `runFinished` is known) the watch side writes nothing: the first list
+ * reports every Job, also those of runs that finished long ago. When to stop, when a log is
+ * final, where a completed Job's outputs are and what a missing one means are decided in
+ * core/kubernetes/job-actions.ts.
  *
  * What it keeps beside the informer caches — the per-run index, the pod index and the
  * handles — is dropped when the run ends (`forgetRun`, and `runFinished` keeps a finished
@@ -27,11 +29,11 @@
  */
 import { stepLogKeyIn } from "../../core/layout.js";
 import { EventEmitter } from "node:events";
-import { buildJob, jobActive, jobForCache, jobStep, newestPod, observeJob, podForCache, podSucceeded, stepEnded, terminationOutputs, STAGE_CONTAINER_IN, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
-import { parseReferencesReport } from "../../core/references.js";
+import { activeStepsOf, attemptSubmitted, completedOutputs, jobSucceeded, newestAttempts, observedAttempt, podNeededToExplain, stopDue, taskPod, toolLogFinal, withOutputs, type JobOutputs } from "../../core/kubernetes/job-actions.js";
+import { buildJob, jobForCache, jobStep, newestPod, observeJob, podForCache, stepEnded, TOOL_CONTAINER, type JobObject, type JobTemplateOptions, type PodObject } from "../../core/kubernetes/jobs.js";
 import { ANNOTATION, LABEL } from "../../core/kubernetes/pipelinerun.js";
-import { stepCompute, toolImage, type StepPodConfig } from "../../core/kubernetes/step-pods.js";
-import type { Clock, ObjectStore, ObservedStepState, StepExecutor, StepOutput } from "../../core/ports.js";
+import { toolImage, type StepPodConfig } from "../../core/kubernetes/step-pods.js";
+import type { Clock, ObjectInfo, ObjectStore, ObservedStepState, StepExecutor } from "../../core/ports.js";
 import { defaultCatalogue, type ToolCatalogue } from "../../core/tools/index.js";
 import { isAlreadyExists, isNotFound, KubeError, paths, type KubeClient } from "./client.js";
 import { Informer, type KubeObject } from "./informer.js";
@@ -59,8 +61,8 @@ export interface JobExecutorOptions {
   /**
    * Whether the run has finished (its status says so). Nothing is kept for the Jobs of a
    * finished run, and nothing is written for them: the reconciler never looks at it again.
-   * Only trusted once the engine uses the executor (its run store has synced by then): until
-   * then the watch side writes nothing.
+   * Only trusted once the engine has started (`engineStarted`: its run store has synced by
+   * then): until then the watch side writes nothing.
    */
   runFinished?: (runId: string) => boolean;
 }
@@ -84,11 +86,16 @@ const LOG_DEADLINE_MS = 60_000;
 /** A failed write of the watch side is tried again after this, doubling up to the maximum. */
 const RETRY_MS = 1000;
 const RETRY_MAX_MS = 60_000;
-/** How long past a Job's activeDeadlineSeconds the Job controller has to fail it before the operator stops it itself. */
-const DEADLINE_GRACE_MS = 10_000;
 
 export interface KubeJobExecutor extends StepExecutor {
+  /** Starts the informers; resolves once both have listed. */
   start(): Promise<void>;
+  /**
+   * The engine has started (its run store has synced, so `runFinished` holds): from now on the
+   * watch side writes — stops Jobs that cannot start, copies logs — for what the informers
+   * reported meanwhile too. Without `runFinished` it writes from `start` on.
+   */
+  engineStarted(): void;
   stop(): void;
   jobs: Informer<Job>;
   pods: Informer<Pod>;
@@ -110,7 +117,7 @@ interface StepHandle {
   /** When this process first saw the Job ended (its own clock; for latency metrics). */
   endSeen: number | undefined;
   /** The Job's outputs once completed, read once (termination message, else storage). */
-  outputs: Promise<StepOutput[] | string> | undefined;
+  outputs: Promise<JobOutputs> | undefined;
   /** The pod read from the API when the pod watch had not delivered it, once. */
   podLookup: Promise<Pod | undefined> | undefined;
   /** The tool's log: being copied into storage, or copied (or there was none). */
@@ -183,8 +190,8 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   const attached = (h: StepHandle) => handles.get(h.job) === h;
 
   /**
-   * Whether the watch side may write. Only once the informers have listed and the engine uses
-   * the executor (or no `runFinished` was given): before that, whether a run finished is not
+   * Whether the watch side may write. Only once the informers have listed and the engine has
+   * said it started (or no `runFinished` was given): before that, whether a run finished is not
    * known, and the first list reports every Job, those of long-finished runs too.
    */
   let started = false;
@@ -201,8 +208,6 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       for (const name of [...names]) { const h = handles.get(name); if (h) sync(h); }
     }
   }
-  /** Called by the engine's entry points: its run store has synced before it calls any. */
-  const engineStarted = () => { engineRunning = true; mayWrite(); };
 
   const jobs: Informer<Job> = new Informer<Job>({
     client, path: paths.jobs(namespace), labelSelector: selector, transform: jobForCache,
@@ -250,21 +255,15 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
   }
   const jobsOf = (runId: string): Job[] => attemptsOf(runId).map((a) => a.job);
 
-  /** The newest attempt of each of the run's steps. */
+  /** The newest attempt of each of the run's steps (core/kubernetes/job-actions.ts newestAttempts). */
   function latestByStep(runId: string): Map<string, { h: StepHandle; job: Job }> {
+    const handleOf = new Map(attemptsOf(runId).map((a) => [a.job, a.h]));
     const out = new Map<string, { h: StepHandle; job: Job }>();
-    for (const a of attemptsOf(runId)) {
-      const s = jobStep(a.job);
-      if (!s) continue;
-      const cur = out.get(s.stepId);
-      if (!cur || Number(cur.job.metadata.annotations?.[ANNOTATION.attempt]) < s.attempt) out.set(s.stepId, a);
-    }
+    for (const [stepId, job] of newestAttempts(handleOf.keys())) out.set(stepId, { h: handleOf.get(job) as StepHandle, job });
     return out;
   }
 
   /* ---------------------------------------------------------------- the handle's reads */
-
-  const completedJob = (job: Job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "SuccessCriteriaMet") && c.status === "True") ?? false;
 
   /**
    * The pod of an ended Job that the pod watch has not delivered yet (the Job and pod watches
@@ -277,7 +276,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     if (h.podLookup) return h.podLookup;
     // A failure's explanation needs the pod's last state (a consistent read); a completed
     // Job's log only needs the pod's name, which the API server's cache has (resourceVersion 0: cheaper).
-    const fresh = !completedJob(job);
+    const fresh = !jobSucceeded(job);
     const p = (async () => {
       const list = await client.request<{ items: Pod[] }>("GET", paths.pods(namespace), { query: { labelSelector: `batch.kubernetes.io/job-name=${h.job}`, ...(fresh ? {} : { resourceVersion: "0" }) } });
       // The run may have ended meanwhile (its handle dropped): then the pod is only returned, not indexed.
@@ -293,25 +292,16 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     return p;
   }
 
-  /** Outputs of a completed Job: the stage-out helper's report, else what storage holds. Read once. */
-  function readOutputs(h: StepHandle, job: Job, pod: Pod | undefined): Promise<StepOutput[] | string> {
+  /** Outputs of a completed Job: the stage-out helper's report, else what storage holds (core's completedOutputs says what to read). Read once. */
+  function readOutputs(h: StepHandle, job: Job, pod: Pod | undefined): Promise<JobOutputs> {
     if (h.outputs) return h.outputs;
-    const p = (async (): Promise<StepOutput[] | string> => {
-      const reported = terminationOutputs(pod);
-      if (reported) return reported;
-      const a = job.metadata.annotations ?? {};
-      const runRoot = a[ANNOTATION.runRoot] ?? "";
-      let declared: Array<{ path: string; secondary: string[] }> = [];
-      try { declared = JSON.parse(a[ANNOTATION.outputs] ?? "[]") as typeof declared; } catch { return "the Job's declared outputs are unreadable"; }
-      const found: StepOutput[] = [];
-      for (const [position, o] of declared.entries()) {
-        for (const [i, path] of [o.path, ...o.secondary].entries()) {
-          const info = await opts.store.head(runRoot + path);
-          if (!info) { if (i === 0) return `declared output ${path} was not produced`; continue; }
-          found.push({ filename: path, key: info.key, size: info.size, sha256: info.sha256 ?? "", ...(i === 0 ? { position } : {}) });
-        }
+    const p = (async (): Promise<JobOutputs> => {
+      const heads = new Map<string, ObjectInfo | undefined>();
+      for (;;) {
+        const next = completedOutputs(job, pod, heads);
+        if (!("read" in next)) return next;
+        heads.set(next.read, await opts.store.head(next.read));
       }
-      return found;
     })();
     h.outputs = p;
     p.catch(() => { if (h.outputs === p) h.outputs = undefined; });
@@ -355,11 +345,8 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
         if (!h.stopping) stopJob(h, job, "failed", seen.state.message).catch((e: unknown) => { onError(e); retryLater(h); });
         return;
       }
-      // The log once nothing writes to it any more: the pod Succeeded (its tool has exited), or the
-      // Job's pods are gone (Complete / Failed: a terminating tool may still write until then).
-      // At the pod's success already, so that a run's last step has its log copied before the run
-      // ends: a finished run's steps are not synced again.
-      if ((podSucceeded(pod) || !jobActive(job)) && h.log === undefined) void copyLog(h, job);
+      // The log once nothing writes to it any more (core/kubernetes/job-actions.ts toolLogFinal).
+      if (toolLogFinal(job, pod) && h.log === undefined) void copyLog(h, job);
     } catch (e) {
       onError(e);
     }
@@ -428,6 +415,10 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       started = true;
       mayWrite();
     },
+    engineStarted() {
+      engineRunning = true;
+      mayWrite();
+    },
     stop() {
       stopped = true;
       jobs.stop();
@@ -449,18 +440,16 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     },
 
     async submit(task) {
-      engineStarted();
-      const known = latestByStep(task.runId).get(task.stepId);
-      if (known && Number(known.job.metadata.annotations?.[ANNOTATION.attempt]) >= task.attempt) return;
+      if (attemptSubmitted(latestByStep(task.runId).get(task.stepId)?.job, task.attempt)) return;
       const tool = tools.get(task.toolName);
       if (!tool) throw new Error(`unknown tool ${task.toolName}`);
       const uid = opts.ownerUid?.(task.runId);
-      // The reconciler resolves each step's pod (task.pod); without it, the tool's defaults here.
-      const fallback = task.pod ? undefined : stepCompute({ tool, params: {}, config: stepPods });
-      if (fallback && !fallback.ok) throw new Error(fallback.message);
+      // The reconciler resolves each step's pod (task.pod); core's taskPod says what one without it runs.
+      const pod = taskPod(task, tool, stepPods);
+      if (!pod.ok) throw new Error(pod.message);
       const job = buildJob(task, {
-        ...opts.template, namespace, stepPods, toolImage: fallback?.image ?? tool.image,
-        ...(fallback?.resources ? { resources: fallback.resources } : {}),
+        ...opts.template, namespace, stepPods, toolImage: pod.image,
+        ...(pod.resources ? { resources: pod.resources } : {}),
         ...(uid ? { owner: { name: task.runId, uid } } : {}),
       });
       let cur: Job;
@@ -481,40 +470,23 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
       const out = new Map<string, ObservedStepState>();
       for (const [stepId, { h, job }] of latestByStep(runId)) {
         let pod = podOf(h.job);
-        const tool = toolOf(job);
         const image = imageOf(job);
         let seen = observeJob(job, pod, image);
-        if (!pod && seen.state.phase === "failed" && !job.metadata.annotations?.[ANNOTATION.stopped]) {
-          // The error must say what the pod says: wait for it (failures are rare).
+        if (podNeededToExplain(job, pod, seen)) {
+          // Wait for the pod (failures are rare).
           pod = await lookUpPod(h, job).catch((e: unknown) => { onError(e); return undefined; });
           if (pod) seen = observeJob(job, pod, image);
         }
-        // The tool's version is the pinned image's (its digest, once a pod reports one, is exact).
-        const ended = h.endSeen;
-        let state: ObservedStepState = { ...seen.state, toolVersion: tool?.version ?? null, ...(ended !== undefined && seen.state.phase !== "running" ? { endSeenAt: ended } : {}) };
-        // The checksums of the step's reference files, from its stage-in helper's termination message.
-        const references = parseReferencesReport(pod?.status?.initContainerStatuses?.find((c) => c.name === STAGE_CONTAINER_IN)?.state?.terminated?.message);
-        if (references) state.references = references;
-        if (seen.completed) {
-          const o = await readOutputs(h, job, pod);
-          state = typeof o === "string" ? { ...state, phase: "failed", message: o } : { ...state, outputs: o };
-        }
-        out.set(stepId, state);
+        const state = observedAttempt(seen, pod, { toolVersion: toolOf(job)?.version ?? null, endSeen: h.endSeen });
+        out.set(stepId, seen.completed ? withOutputs(state, await readOutputs(h, job, pod)) : state);
       }
       return out;
     },
 
     async kill(runId, stepId, reason) {
-      engineStarted();
       const a = latestByStep(runId).get(stepId);
-      // An outcome already decided (the pod Succeeded, SuccessCriteriaMet, FailureTarget) is not overwritten by a stop.
-      if (!a || stepEnded(a.job, podOf(a.h.job))) return;
-      // The Job controller enforces the step's timeout (activeDeadlineSeconds) and says so
-      // (DeadlineExceeded): the operator's own timer races it, so it stops the Job only as a
-      // backstop, once the deadline is DEADLINE_GRACE_MS past (the reconciler asks again).
-      const startedAt = a.job.status?.startTime ? Date.parse(a.job.status.startTime) : undefined;
-      const deadline = a.job.spec?.activeDeadlineSeconds;
-      if (reason === "timeout" && startedAt !== undefined && deadline !== undefined && clock.now() < startedAt + deadline * 1000 + DEADLINE_GRACE_MS) return;
+      // Not over a decided outcome; a timeout only as a backstop to the Job controller's deadline (core's stopDue).
+      if (!a || !stopDue(a.job, podOf(a.h.job), reason, clock.now())) return;
       await stopJob(a.h, a.job, reason);
     },
 
@@ -532,16 +504,7 @@ export function createJobExecutor(opts: JobExecutorOptions): KubeJobExecutor {
     },
 
     async activeSteps() {
-      engineStarted();
-      const byRun = new Map<string, { organization: string; runId: string; stepIds: string[] }>();
-      for (const j of jobs.list()) {
-        const s = jobStep(j);
-        if (!s || !jobActive(j)) continue;
-        const cur = byRun.get(s.runId) ?? { organization: s.organization, runId: s.runId, stepIds: [] };
-        cur.stepIds.push(s.stepId);
-        byRun.set(s.runId, cur);
-      }
-      return [...byRun.values()];
+      return activeStepsOf(jobs.list());
     },
   };
 }

@@ -174,7 +174,7 @@ t.test("observe writes nothing; the watch side stops the Job and copies the log 
   t.equal(await text(logKey("run-ended")), undefined, "the ended step's log is not copied by observe");
 
   // The engine starts (it primes its ledger first): the watch side acts on what it was told.
-  await ex.activeSteps?.();
+  ex.engineStarted();
   const stopped = await until("the Job stopped", async () => { const j = await readJob(pull.metadata.name); return j.metadata.annotations?.[ANNOTATION.stopped] ? j : undefined; });
   t.equal(stopped.metadata.annotations?.[ANNOTATION.stopped], "failed");
   t.match(stopped.metadata.annotations?.[ANNOTATION.stoppedMessage], /cannot start: ImagePullBackOff/, "with the pod's reason");
@@ -200,7 +200,7 @@ t.test("while observe is polled all along, the watch stops and copies as changes
   const client = await executorClient(t);
   const ex = executor(t, client, (id) => finishedRuns.has(id));
   await ex.start();
-  await ex.activeSteps?.();
+  ex.engineStarted();
   const runs = ["run-live-pull", "run-last"];
   // The engine: it finishes run-last as soon as it sees its (only, last) step completed, which is
   // when the step's pod has Succeeded (before the Job controller marks the Job).
@@ -250,7 +250,7 @@ t.test("start-up: nothing is written or kept for the Jobs of finished runs; an u
   await sleep(500);
   t.same([...apiWrites, ...storeWrites], [], "nothing written before the engine runs");
   synced = true;
-  await ex.activeSteps?.();
+  ex.engineStarted();
   t.equal(await until("the unfinished run's log copied", () => text(logKey("run-offline"))), TOOL_LOG("run-offline"));
   await sleep(500);
   t.same(storeWrites.map((w) => w.what), [`put ${logKey("run-offline")}`], "only its log: none of a finished run's copied again");
