@@ -202,6 +202,8 @@ export function startAdmission(o: AdmissionOptions) {
     await runWorkers(queue, 1, reconcile, (org, e) => o.onError?.(org, e));
   })();
   return {
+    /** Claims whose renewals it follows (pruned once they are gone). */
+    cacheSizes: () => ({ renewals: renewals.size }),
     /** Looks at the organization's claims again (a slot may have freed). */
     enqueue: (org: string) => queue.add(org),
     async stop(): Promise<void> {

@@ -39,12 +39,6 @@ export interface ControllerOptions {
   name?: string;
 }
 
-/** Sizes of what a controller keeps per run, by its run store (tests: pruned when runs end). */
-const cacheSizesByStore = new WeakMap<RunStore, () => { orgOf: number; activeOrgs: number; activeRuns: number }>();
-export function controllerCacheSizes(runs: RunStore): { orgOf: number; activeOrgs: number; activeRuns: number } | undefined {
-  return cacheSizesByStore.get(runs)?.();
-}
-
 
 /** controller_runtime_reconcile_time_seconds's buckets (controller-runtime's). */
 export const RECONCILE_TIME_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
@@ -158,7 +152,6 @@ export function startController(opts: ControllerOptions) {
     return org;
   };
   const sizes = () => ({ orgOf: orgOf.size, activeOrgs: active.size, activeRuns: [...active.values()].reduce((n, s) => n + s.size, 0) });
-  cacheSizesByStore.set(opts.runs, sizes);
   // A failed read here (a transient API error) only delays learning the run's organization:
   // it is read again after its next reconcile. Never an unhandled rejection.
   const unwatchRuns = opts.runs.watch((id) => { queue.add(id); track(id).catch((e: unknown) => opts.onError?.(id, e)); });
@@ -200,13 +193,14 @@ export function startController(opts: ControllerOptions) {
   })();
   return {
     queue,
+    /** Sizes of what it keeps per run (pruned when runs end; the operator reports them). */
+    cacheSizes: sizes,
     /** Stops taking work and waits for the workers to finish what they hold. */
     async stop(): Promise<void> {
       unwatchRuns();
       unwatchExec();
       queue.shutDown();
       await done;
-      if (cacheSizesByStore.get(opts.runs) === sizes) cacheSizesByStore.delete(opts.runs);
     },
   };
 }

@@ -59,17 +59,12 @@ export interface ReconcilerDeps {
 
 const workspaceRootOf = (run: Pick<RunRecord, "organization" | "workspace">) => workspaceRoot(run.organization, run.workspace);
 
-/** Sizes of what a reconciler keeps per run, by its run store (tests: pruned when runs end). */
-const cacheSizesByStore = new WeakMap<RunStore, () => { waitedForSlot: number }>();
-export const reconcilerCacheSizes = (runs: RunStore) => cacheSizesByStore.get(runs)?.();
-
 export function createReconciler(deps: ReconcilerDeps) {
   const tools = deps.tools ?? defaultCatalogue;
   const referenceVolumes = deps.referenceVolumes ?? [];
   const podConfig = deps.stepPods ?? (deps.executor.runtime === "container" ? {} : undefined);
   /** Steps seen waiting for a slot, by run (a cache of this process, for StepStart only). */
   const waitedForSlot = new Map<string, Set<string>>();
-  cacheSizesByStore.set(deps.runs, () => ({ waitedForSlot: waitedForSlot.size }));
 
   async function writeManifest(run: RunRecord): Promise<void> {
     const manifest = buildManifest(run, deps.clock.now());
@@ -91,7 +86,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     deps.onStepStarted({ organization: run.organization, runId: run.id, stepId, latencyMs: Math.max(0, deps.clock.now() - readyAt), waitedForSlot: waited, dependent: (step?.dependsOn?.length ?? 0) > 0 });
   }
 
-  return async function reconcile(runId: string): Promise<{ requeueAfterMs?: number }> {
+  const reconcile = async (runId: string): Promise<{ requeueAfterMs?: number }> => {
     const run = await deps.runs.get(runId);
     // Deleted (e.g. `kubectl delete pipelinerun`): its steps no longer hold slots.
     if (!run) { deps.ledger.removeFromEveryOrganization(runId); waitedForSlot.delete(runId); return {}; }
@@ -206,6 +201,8 @@ export function createReconciler(deps: ReconcilerDeps) {
     const requeue = Math.min(plan.requeueAfterMs ?? Infinity, plan.kill.length > 0 ? KILL_RECHECK_MS : Infinity);
     return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
   };
+  /** Sizes of what it keeps per run (pruned when runs end; the operator reports them). */
+  return Object.assign(reconcile, { cacheSizes: () => ({ waitedForSlot: waitedForSlot.size }) });
 }
 
 /** Why a queued run's spec or parameters cannot run, if they cannot (checked before anything starts). */
