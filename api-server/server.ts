@@ -8,7 +8,7 @@
 import { join, resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../core/config.js";
-import { bootstrap, createClusterEngine, createEmbeddedEngine, createRuntime } from "../wiring/runtime.js";
+import { bootstrap, createApiServerClusterEngine, createEmbeddedEngine, createRuntime } from "../wiring/runtime.js";
 import { buildApp } from "./app.js";
 import { installLastResortHandlers } from "./last-resort.js";
 
@@ -17,7 +17,7 @@ export async function startServer(config: Config, log: (s: string) => void, vers
   const key = await bootstrap(rt);
   const parts = config.OPERON_MODE === "embedded"
     ? await createEmbeddedEngine(rt, log)
-    : await createClusterEngine(config, rt.store, { log });
+    : await createApiServerClusterEngine(config, rt.store, { log });
   const app = await buildApp({
     config: { ...config, signingSecret: rt.secret },
     store: rt.store,

@@ -62,7 +62,7 @@ import type { ObjectStore, RunRecord } from "../core/ports.js";
 import { buildInvocation, defaultCatalogue } from "../core/tools/index.js";
 import { createStore } from "../wiring/runtime.js";
 import { stepStorageEnv } from "../operator/cluster.js";
-import { createClusterEngine } from "../wiring/runtime.js";
+import { createApiServerClusterEngine } from "../wiring/runtime.js";
 import { createKubeClient, paths } from "../adapters/kubernetes/client.js";
 import { startStageOut, type StageOut } from "../test/support/job-sim.js";
 import { K8S_VERSION, startTestEnv, type TestEnv } from "../test/support/k8s-env.js";
@@ -323,7 +323,7 @@ try {
   stops.push(["watches", () => w.stop()]);
   const apiLog: string[] = [];
   const apiStore = counted(store);
-  const api = await createClusterEngine(config, apiStore.store, { kubeconfig: env.kubeconfigPath, log: (m) => apiLog.push(m) });
+  const api = await createApiServerClusterEngine(config, apiStore.store, { kubeconfig: env.kubeconfigPath, log: (m) => apiLog.push(m) });
   stops.push(["api-server engine", () => api.stop()]);
   const op = await startOperatorProcess(env);
   stops.push(["operator process", () => op.stop()]);

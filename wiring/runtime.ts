@@ -173,8 +173,12 @@ const readOnlyExecutor: StepExecutor = {
   logs: () => Promise.resolve(undefined),
 };
 
-/** The api-server's engine in cluster mode: PipelineRuns in, PipelineRuns out. */
-export async function createClusterEngine(config: Config, store: ObjectStore, opts: ClusterEngineOptions): Promise<{ engine: Engine; runs: KubeRunStore; client: KubeClient; stop(): Promise<void> }> {
+/**
+ * The api-server's engine in cluster mode: PipelineRuns in, PipelineRuns out; it runs no
+ * steps and reconciles nothing. The operator process builds its own (operator/cluster.ts
+ * startOperator: Jobs as the executor, the controller, leader election).
+ */
+export async function createApiServerClusterEngine(config: Config, store: ObjectStore, opts: ClusterEngineOptions): Promise<{ engine: Engine; runs: KubeRunStore; client: KubeClient; stop(): Promise<void> }> {
   // Submission refuses what the operator would (above maxResources, a tool without an image).
   const stepPods = opts.stepPods ?? await loadStepPodConfig(config.OPERON_STEP_POD_CONFIG);
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-api-server" });

@@ -57,7 +57,7 @@ import { parseConfig } from "../../core/config.js";
 import { ulid } from "../../core/ids.js";
 import { jobName } from "../../core/kubernetes/pipelinerun.js";
 import type { RunRecord } from "../../core/ports.js";
-import { createClusterEngine, createStore } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine, createStore } from "../../wiring/runtime.js";
 import { createKubeClient, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
 import { startStageOut } from "../../test/support/job-sim.js";
@@ -223,7 +223,7 @@ async function runOperon(env: TestEnv): Promise<Omit<Result, "writes">> {
     stops.push(() => stage.stop());
     const w = await startWatches(harness, NS, onError);
     stops.push(() => w.stop());
-    const api = await createClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
+    const api = await createApiServerClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
     stops.push(() => api.stop());
     const op = await startOperatorProcess(env, { namespace: NS, orgLimit: LIMIT });
     stops.push(() => op.stop());

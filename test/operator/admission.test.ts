@@ -10,7 +10,7 @@
 import t from "tap";
 import { parseConfig } from "../../core/config.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
-import { createClusterEngine, createStore } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine, createStore } from "../../wiring/runtime.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
@@ -31,8 +31,8 @@ async function setup(ns: string) {
   const store = await createStore(c.config, "");
   const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: ns });
   const replicas = [
-    await createClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined }),
-    await createClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined }),
+    await createApiServerClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined }),
+    await createApiServerClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined }),
   ];
   await store.put("orgs/acme/workspaces/ws1/in.bam", "bam");
   const verdicts = new Map<string, StageOutDecision>();

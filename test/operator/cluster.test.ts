@@ -20,7 +20,7 @@ import { createStore } from "../../wiring/runtime.js";
 import { buildApp } from "../../api-server/app.js";
 import { ServiceStore } from "../../services/store.js";
 import { startOperator, type Operator } from "../../operator/cluster.js";
-import { createClusterEngine } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine } from "../../wiring/runtime.js";
 import { stepStartCounts } from "../support/metrics.js";
 import { createKubeClient, isNotFound, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
@@ -85,7 +85,7 @@ const operator: Operator = await startOperator(config, store, { kubeconfig: env.
 /** The operator's engine, once it leads (it campaigns for the Lease in the background). */
 const operatorEngine = () => until("the operator to lead", () => operator.engine());
 t.teardown(() => operator.stop());
-const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
+const api = await createApiServerClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
 t.teardown(() => api.stop());
 const app: FastifyInstance = await buildApp({
   config: { publicUrl: "http://localhost", OPERON_KEY_CACHE_TTL_SECONDS: 30, OPERON_RATE_LIMIT_PER_MINUTE: 100_000, storage: "s3", signingSecret: config.OPERON_SIGNING_SECRET as string },

@@ -16,7 +16,7 @@ import { parseConfig, type Config } from "../../core/config.js";
 import { jobActive, jobEnded, podSucceeded, type JobObject } from "../../core/kubernetes/jobs.js";
 import { RunManifestSchema } from "../../core/manifest.js";
 import type { ObjectStore, RunRecord } from "../../core/ports.js";
-import { createClusterEngine, createStore } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine, createStore } from "../../wiring/runtime.js";
 import { startOperator, type Operator } from "../../operator/cluster.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { Informer, type KubeObject } from "../../adapters/kubernetes/informer.js";
@@ -42,7 +42,7 @@ async function setup(t: Test, ns: string, extra: Record<string, string> = {}) {
   const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: ns });
   const logs: string[] = [];
   const log = (m: string) => { logs.push(`${new Date().toISOString()} ${m}`); };
-  const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
+  const api = await createApiServerClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
   const jobsSeen: Recorder<Job> = await record<Job>(client, paths.jobs(ns), "operon.dev/run");
   /** "<run>/<step>" of the steps whose pods are held until released. */
   const gates = new Set<string>();

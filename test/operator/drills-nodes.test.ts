@@ -17,7 +17,7 @@ import { parseConfig, type Config } from "../../core/config.js";
 import type { JobObject, PodObject } from "../../core/kubernetes/jobs.js";
 import { RunManifestSchema, type RunManifest } from "../../core/manifest.js";
 import type { ObjectStore, RunRecord } from "../../core/ports.js";
-import { createClusterEngine, createStore } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine, createStore } from "../../wiring/runtime.js";
 import { startOperator } from "../../operator/cluster.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";
@@ -49,7 +49,7 @@ const logs: string[] = [];
 const log = (m: string) => { logs.push(m); };
 const operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log, listen: false, identity: "drills" });
 t.teardown(() => operator.stop());
-const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
+const api = await createApiServerClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log });
 t.teardown(() => api.stop());
 
 /** What happens to each step pod, per run (default: its outputs are staged out and it succeeds). */

@@ -24,7 +24,7 @@ import { ANNOTATION } from "../../core/kubernetes/pipelinerun.js";
 import type { ObjectStore, RunRecord } from "../../core/ports.js";
 import { createStore } from "../../wiring/runtime.js";
 import { startOperator, type Operator } from "../../operator/cluster.js";
-import { createClusterEngine } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine } from "../../wiring/runtime.js";
 import { createKubeClient, isNotFound, KubeTimeoutError, paths } from "../../adapters/kubernetes/client.js";
 import { LeaderElector } from "../../adapters/kubernetes/leader.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";
@@ -72,7 +72,7 @@ async function cluster(ns: string, extra: Record<string, string> = {}, opts: { u
   const config: Config = parsed.config;
   const store: ObjectStore = await createStore(config, "");
   const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: ns });
-  const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
+  const api = await createApiServerClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
   for (const o of ["acme", "beta"]) await store.put(`orgs/${o}/workspaces/ws1/in.bam`, "bam");
   const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` } });
   const submit = async (organization: string, steps: unknown[]) => {

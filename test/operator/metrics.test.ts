@@ -11,7 +11,7 @@
  */
 import t from "tap";
 import { parseConfig } from "../../core/config.js";
-import { createClusterEngine, createStore } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine, createStore } from "../../wiring/runtime.js";
 import { startOperator } from "../../operator/cluster.js";
 import { createKubeClient } from "../../adapters/kubernetes/client.js";
 import { startStageOut } from "../support/job-sim.js";
@@ -34,7 +34,7 @@ t.teardown(() => client.close());
 const logs: string[] = [];
 const operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log: (m) => logs.push(m), identity: "op-metrics" });
 t.teardown(() => operator.stop());
-const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
+const api = await createApiServerClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
 t.teardown(() => api.stop());
 await store.put("orgs/acme/workspaces/ws1/in.bam", "bam");
 

@@ -24,7 +24,7 @@ import { RunManifestSchema } from "../../core/manifest.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { createStore } from "../../wiring/runtime.js";
 import { startOperator } from "../../operator/cluster.js";
-import { createClusterEngine } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine } from "../../wiring/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { buildImageTree, REPRODUCED_COPIES, runtimeCopies, runtimeEnv } from "../support/image-tree.js";
@@ -59,7 +59,7 @@ const store: ObjectStore = await createStore(config, "");
 const logs: string[] = [];
 const operator = await startOperator(config, store, { kubeconfig: env.kubeconfigPath, log: (m) => logs.push(m), listen: false, identity: "pods-test" });
 t.teardown(() => operator.stop());
-const api = await createClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: (m) => logs.push(m) });
+const api = await createApiServerClusterEngine(config, store, { kubeconfig: env.kubeconfigPath, log: (m) => logs.push(m) });
 t.teardown(() => api.stop());
 
 // The node: the scheduler binds every step pod to it; it runs them and its kubelet endpoint serves their logs.

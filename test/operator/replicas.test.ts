@@ -10,7 +10,7 @@ import t from "tap";
 import { parseConfig } from "../../core/config.js";
 import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { createStore } from "../../wiring/runtime.js";
-import { createClusterEngine } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine } from "../../wiring/runtime.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
 import { startTestEnv } from "../support/k8s-env.js";
@@ -43,7 +43,7 @@ async function setup(ns: string, opts: { hold?: boolean } = {}) {
   if (!c.ok) throw new Error(c.message);
   const store = await createStore(c.config, "");
   const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: ns });
-  const api = await createClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
+  const api = await createApiServerClusterEngine(c.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
   for (const o of ["chain-org", "busy-org"]) await store.put(`orgs/${o}/workspaces/ws1/in.bam`, "bam");
   const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` } });
   const submit = async (organization: string, steps: unknown[]) => {

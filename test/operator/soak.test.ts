@@ -14,7 +14,7 @@ import { parseConfig } from "../../core/config.js";
 import { ulid } from "../../core/ids.js";
 import { LABEL } from "../../core/kubernetes/pipelinerun.js";
 import { createStore } from "../../wiring/runtime.js";
-import { createClusterEngine } from "../../wiring/runtime.js";
+import { createApiServerClusterEngine } from "../../wiring/runtime.js";
 import { createKubeClient, paths } from "../../adapters/kubernetes/client.js";
 import type { KubeObject } from "../../adapters/kubernetes/informer.js";
 import { startStageOut } from "../support/job-sim.js";
@@ -40,7 +40,7 @@ if (!parsed.ok) throw new Error(parsed.message);
 const store = await createStore(parsed.config, "");
 const client = await createKubeClient({ kubeconfig: env.kubeconfigPath, namespace: ns });
 t.teardown(() => client.close());
-const api = await createClusterEngine(parsed.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
+const api = await createApiServerClusterEngine(parsed.config, store, { kubeconfig: env.kubeconfigPath, log: () => undefined });
 t.teardown(() => api.stop());
 await store.put("orgs/acme/workspaces/ws1/in.bam", "bam");
 
