@@ -8,7 +8,6 @@
  * test/operator/admission.test.ts.
  */
 import t from "tap";
-import { EventEmitter } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +15,8 @@ import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createEngine, type Engine } from "../../engine/engine.js";
 import { MemoryClaims } from "../../engine/admission.js";
-import type { ClaimKind, ObservedStepState, StepExecutor } from "../../core/ports.js";
+import type { ClaimKind } from "../../core/ports.js";
+import { memoryExecutor } from "../support/memory-executor.js";
 import { until } from "../support/wait.js";
 
 /** What ran, in the order it started, and the most that ran at once, per organization. */
@@ -36,25 +36,12 @@ class Recorder {
 function harness(t: { teardown(fn: () => unknown): void }, limit: number) {
   const dir = mkdtempSync(join(tmpdir(), "operon-admission-"));
   const rec = new Recorder();
-  const events = new EventEmitter();
-  const steps = new Map<string, Map<string, ObservedStepState>>();
   const orgOfRun = new Map<string, string>();
   const nameOf = new Map<string, string>();
-  const executor: StepExecutor = {
-    submit: async (task) => {
-      const m = steps.get(task.runId) ?? new Map<string, ObservedStepState>();
-      if (m.has(task.stepId)) return;
-      m.set(task.stepId, { phase: "running", attempt: task.attempt, startedAt: Date.now() });
-      steps.set(task.runId, m);
-      orgOfRun.set(task.runId, task.organization);
-      rec.start(task.organization, `${nameOf.get(task.runId)}.${task.stepId}`);
-      events.emit("c", task.runId);
-    },
-    observe: async (runId) => new Map([...(steps.get(runId) ?? new Map<string, ObservedStepState>())].map(([k, v]) => [k, { ...v }])),
-    kill: async () => undefined,
-    watch: (fn) => { events.on("c", fn); return () => events.off("c", fn); },
-    logs: async () => undefined,
-  };
+  const { executor, finish } = memoryExecutor((task) => {
+    orgOfRun.set(task.runId, task.organization);
+    rec.start(task.organization, `${nameOf.get(task.runId)}.${task.stepId}`);
+  });
   const claims = new MemoryClaims();
   const runs = createLocalRunStore(dir);
   const store = createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: "x".repeat(40) });
@@ -75,12 +62,8 @@ function harness(t: { teardown(fn: () => unknown): void }, limit: number) {
   const finishStep = (name: string) => {
     const [runName, stepId] = name.split(".") as [string, string];
     const runId = [...nameOf].find(([, n]) => n === runName)?.[0] as string;
-    const m = steps.get(runId);
-    const o = m?.get(stepId);
-    if (!m || !o) throw new Error(`${name} is not running`);
-    m.set(stepId, { ...o, phase: "completed", exitCode: 0, finishedAt: Date.now(), outputs: [] });
+    finish(runId, stepId);
     rec.end(orgOfRun.get(runId) as string);
-    events.emit("c", runId);
   };
   /** A task outside runs (tool run, render, preparation) asks for a slot; its release ends it. */
   const releases = new Map<string, () => void>();

@@ -7,42 +7,25 @@
  * planner, ledger, controller and run store are the real ones.
  */
 import t from "tap";
-import { EventEmitter } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalObjectStore } from "../../adapters/local/object-store.js";
 import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createEngine, STEP_START_BUCKETS } from "../../engine/engine.js";
-import type { ObservedStepState, StepExecutor } from "../../core/ports.js";
+import { memoryExecutor } from "../support/memory-executor.js";
 import { stepStartCounts } from "../support/metrics.js";
 import { sleep, until } from "../support/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-start-latency-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const events = new EventEmitter();
-const steps = new Map<string, Map<string, ObservedStepState>>();
 const submitted: string[] = [];
-const executor: StepExecutor = {
-  submit: async (task) => {
-    const m = steps.get(task.runId) ?? new Map<string, ObservedStepState>();
-    if (m.has(task.stepId)) return;
-    m.set(task.stepId, { phase: "running", attempt: task.attempt, startedAt: Date.now() });
-    steps.set(task.runId, m);
-    submitted.push(`${task.runId}/${task.stepId}`);
-    events.emit("c", task.runId);
-  },
-  observe: async (runId) => new Map([...(steps.get(runId) ?? [])].map(([k, v]) => [k, { ...v }])),
-  kill: async () => undefined,
-  watch: (fn) => { events.on("c", fn); return () => events.off("c", fn); },
-  logs: async () => undefined,
-};
+const mem = memoryExecutor((task) => submitted.push(`${task.runId}/${task.stepId}`));
+const executor = mem.executor;
 /** Ends a step, as if its end had been seen `agoMs` before now. */
 const finish = (runId: string, stepId: string, agoMs = 0) => {
-  const m = steps.get(runId) as Map<string, ObservedStepState>;
   const now = Date.now();
-  m.set(stepId, { ...(m.get(stepId) as ObservedStepState), phase: "completed", exitCode: 0, finishedAt: Math.floor(now / 1000) * 1000, endSeenAt: now - agoMs, outputs: [{ filename: `${stepId}.txt`, key: `k/${stepId}.txt`, size: 1, sha256: "0".repeat(64), position: 0 }] });
-  events.emit("c", runId);
+  mem.finish(runId, stepId, { finishedAt: Math.floor(now / 1000) * 1000, endSeenAt: now - agoMs, outputs: [{ filename: `${stepId}.txt`, key: `k/${stepId}.txt`, size: 1, sha256: "0".repeat(64), position: 0 }] });
 };
 const started = (runId: string, stepId: string) => submitted.includes(`${runId}/${stepId}`);
 
@@ -53,7 +36,7 @@ t.teardown(() => engine.stop());
 const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", parameters: { command: "flagstat", inputFile: input }, ...(dependsOn ? { dependsOn } : {}) });
 const submit = async (org: string, spec: unknown) => {
   const r = await engine.submit({ organization: org, workspace: "ws", keyId: "k", source: { kind: "inline" }, input: {}, spec });
-  if (!r.ok) throw new Error(r.message);
+  if (!r.ok) throw new Error(r.error.message);
   return r.run.id;
 };
 
