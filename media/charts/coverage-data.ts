@@ -17,7 +17,7 @@ import { BamFile } from "@gmod/bam";
 import { BigWig } from "@gmod/bbi";
 import { AnnotationParser, annotationKindOf, detectAnnotationKind, type Feature } from "../../plots/data/annotation.js";
 import { ChartError } from "../../plots/chart.js";
-import { binCount, binDepth, binSizeFor, type CoverageTrack } from "../../plots/coverage.js";
+import { binCount, binDepth, binSizeFor, type CoverageTrack } from "../../plots/data/coverage.js";
 import { checkBamHeader, checkBamIndex, checkBigWigHeader, checkBigWigIndex } from "./binary-checks.js";
 import { ANNOTATION_MAX_BYTES, boundedLines, BoundedFile } from "./bounded-read.js";
 

@@ -33,3 +33,6 @@ export function fmt(v: number, digits = 3): string {
   if (a < 1e-3 || a >= 1e6) return v.toExponential(Math.max(0, digits - 1)).replace(/\.?0+e/, "e").replace("-", "\u2212");
   return String(+v.toPrecision(digits)).replace("-", "\u2212");
 }
+
+/** A whole number with thousands separators (1,234,567), as genomic positions are read. */
+export const comma = (v: number) => Math.round(v).toLocaleString("en-US");

@@ -10,7 +10,8 @@ import { Resvg } from "@resvg/resvg-js";
 import { findGene, parseAnnotation, type Feature } from "../../plots/data/annotation.js";
 import { ChartError, toTsv } from "../../plots/chart.js";
 import { SIZE, textWidth } from "../../plots/layout/text.js";
-import { binCount, binDepth, binSizeFor, coverageChart, type CoverageTrack } from "../../plots/coverage.js";
+import { coverageChart } from "../../plots/coverage.js";
+import { binCount, binDepth, binSizeFor, type CoverageTrack } from "../../plots/data/coverage.js";
 import { CoverageOptions } from "../../plots/options.js";
 
 const F = join(import.meta.dirname, "../fixtures/charts/coverage");
