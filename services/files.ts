@@ -1,10 +1,11 @@
 /**
- * Workspace files as a service (spec: Files): listing, presigned download and upload links,
- * and reading a text file's head. The files routes and the assistant tools both call these,
- * so a path is normalized, a file found or refused, and a link signed by one rule.
+ * Workspace files as a service (spec: Files): listing, uploading (streamed, or presigned and
+ * confirmed), downloading, deleting, and reading a text file's head. The files routes and the
+ * assistant tools both call these, so a path is normalized, a file found or refused, and a link
+ * signed by one rule; the routes only read HTTP.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { StoreError, type ObjectInfo, type ObjectStore } from "../core/ports.js";
+import { StoreError, type ByteStream, type Clock, type ObjectInfo, type ObjectStore } from "../core/ports.js";
 import { PRESIGNED_PUT_CLAIMS_PREFIX, UPLOADS_PREFIX, USED_UPLOAD_SUFFIX, stagedUploadPrefix, workspaceRoot } from "../core/layout.js";
 import { normalizeWorkspacePath } from "../core/paths.js";
 import { ApiError, badRequest } from "./service-error.js";
@@ -73,6 +74,13 @@ export async function existingFile(store: ObjectStore, ws: WorkspaceRecord, key:
   return { ...f, info };
 }
 
+/** Deletes an existing file. */
+export async function deleteFile(store: ObjectStore, ws: WorkspaceRecord, key: string) {
+  const f = await existingFile(store, ws, key);
+  await store.delete(f.storageKey);
+  return { key: f.key, deleted: true };
+}
+
 /** A presigned download link (about an hour) for an existing file. */
 export async function downloadLink(store: ObjectStore, ws: WorkspaceRecord, key: string) {
   const f = await existingFile(store, ws, key);
@@ -102,6 +110,23 @@ export function fileName(field: string, name: string | undefined): string {
   if (!n.ok) throw badRequest(field, n.reason);
   if (n.path !== name) throw badRequest(field, "must be a plain file name");
   return n.path;
+}
+
+/**
+ * A file uploaded through the API (the multipart form's `file` part, named by its `filename`,
+ * into the folder `path`): streamed to storage, never held in memory, with its content type
+ * and description. A body of more than `maxBytes` fails with the store's `TooLarge` (the store
+ * discards a partial object: a body that fails, e.g. a client that went away, leaves nothing).
+ */
+export async function uploadFile(store: ObjectStore, ws: WorkspaceRecord, u: { filename: string | undefined; path?: string | undefined; description?: string | undefined; contentType?: string | undefined; maxBytes: number }, body: ByteStream): Promise<FileView> {
+  const name = fileName("file", u.filename);
+  const { storageKey } = fileKey(ws, "path", folder("path", u.path) + name);
+  const info = await store.put(storageKey, body, {
+    maxBytes: u.maxBytes,
+    contentType: u.contentType || "application/octet-stream",
+    ...(u.description !== undefined ? { metadata: { description: u.description } } : {}),
+  });
+  return fileView(ws, info);
 }
 
 /**
@@ -248,6 +273,28 @@ export async function sweepUploads(store: ObjectStore, nowMs: number, maxPages =
   });
   await sweep(PRESIGNED_PUT_CLAIMS_PREFIX, (i) => i.lastModified.getTime() < (cutoff - UPLOAD_URL_SECONDS) * 1000);
   return deleted;
+}
+
+/** How often an api-server sweeps what spent upload URLs leave behind (uploadSweeper). */
+export const UPLOAD_SWEEP_INTERVAL_MS = 3600_000;
+
+/**
+ * Sweeps what spent upload URLs leave behind lazily: `due()` (an upload-url request) starts a
+ * sweepUploads in the background at most once per UPLOAD_SWEEP_INTERVAL_MS; `settled()` waits
+ * for the one running, if any (on close). A failed sweep is reported to `onError`.
+ */
+export function uploadSweeper(store: ObjectStore, clock: Clock, onError: (e: unknown) => void): { due(): void; settled(): Promise<void> } {
+  let next = 0;
+  let sweeping: Promise<unknown> = Promise.resolve();
+  return {
+    due() {
+      const now = clock.now();
+      if (now < next) return;
+      next = now + UPLOAD_SWEEP_INTERVAL_MS;
+      sweeping = sweepUploads(store, now).catch(onError);
+    },
+    async settled() { await sweeping; },
+  };
 }
 
 /**

@@ -5,16 +5,15 @@
  */
 import multipart from "@fastify/multipart";
 import fastJson from "fast-json-stringify";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { StoreError, type ObjectInfo } from "../../core/ports.js";
-import { confirmUpload, createUploadUrl, downloadLink, existingFile as existing, fileName, fileView, folder, listFiles, listingRange, sweepUploads } from "../../services/files.js";
+import { StoreError } from "../../core/ports.js";
+import { confirmUpload, createUploadUrl, deleteFile, downloadLink, listFiles, listingRange, uploadFile, uploadSweeper, type FileView } from "../../services/files.js";
 import { ApiError, badRequest } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
-import type { WorkspaceRecord } from "../../services/store.js";
 import { workspaceRoot } from "../../core/layout.js";
-import { fileKey, listEnvelope, requireAuth, workspaceId } from "./common.js";
+import { listEnvelope, requireAuth, workspaceId } from "./common.js";
 
 export { DOWNLOAD_URL_SECONDS, UPLOAD_URL_SECONDS, MAX_PRESIGNED_PUT_BYTES } from "../../services/files.js";
 
@@ -63,17 +62,9 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { store, clock } = app.operon.deps;
   const config = { scope: "files" as const };
-  // What spent upload URLs leave behind is swept lazily: by an upload-url request, at most
-  // once an hour per api-server, in the background (awaited on close).
-  let nextSweep = 0;
-  let sweeping: Promise<unknown> = Promise.resolve();
-  const maybeSweep = () => {
-    const now = clock.now();
-    if (now < nextSweep) return;
-    nextSweep = now + 3600_000;
-    sweeping = sweepUploads(store, now).catch((e: unknown) => { app.log.warn({ err: e }, "sweeping spent upload URLs failed"); });
-  };
-  app.addHook("onClose", async () => { await sweeping; });
+  // What spent upload URLs leave behind is swept lazily, by upload-url requests (services/files.ts uploadSweeper).
+  const sweeper = uploadSweeper(store, clock, (e: unknown) => { app.log.warn({ err: e }, "sweeping spent upload URLs failed"); });
+  app.addHook("onClose", async () => { await sweeper.settled(); });
   const tooLarge = () => new ApiError("payload_too_large", `uploads through this endpoint are limited to ${opts.maxUploadBytes} bytes; use POST /v1/files/upload-url for larger files`);
 
   await app.register(multipart, {
@@ -141,7 +132,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     if (!req.isMultipart()) throw new ApiError("unsupported_media_type", "use multipart/form-data with a `file` part");
     const auth = requireAuth(req);
     const fields: Record<string, string | undefined> = { ...req.query };
-    let stored: { ws: WorkspaceRecord; info: ObjectInfo } | undefined;
+    let stored: FileView | undefined;
     // A client that goes away mid-upload fails the stream, so the store discards the partial object.
     let current: { destroy(e?: Error): void } | undefined;
     const onClose = () => { if (!req.raw.complete) current?.destroy(new Error("client disconnected")); };
@@ -156,17 +147,10 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
         if (stored) throw badRequest("file", "one file per upload");
         if (!fields.workspace_id) throw badRequest("workspace_id", "is required (send it before the file part, or in the query)");
         const ws = await app.operon.auth.workspace(auth, fields.workspace_id);
-        const name = fileName("file", part.filename);
-        const { storageKey } = fileKey(ws, "path", folder("path", fields.path) + name);
         current = part.file;
         try {
-          const info = await store.put(storageKey, part.file, {
-            maxBytes: opts.maxUploadBytes,
-            contentType: part.mimetype || "application/octet-stream",
-            ...(fields.description !== undefined ? { metadata: { description: fields.description } } : {}),
-          });
-          app.operon.metrics.uploadedBytes.inc({ via: "multipart" }, info.size);
-          stored = { ws, info };
+          stored = await uploadFile(store, ws, { filename: part.filename, path: fields.path, description: fields.description, contentType: part.mimetype, maxBytes: opts.maxUploadBytes }, part.file);
+          app.operon.metrics.uploadedBytes.inc({ via: "multipart" }, stored.size);
         } catch (e) {
           if ((e instanceof StoreError && e.code === "TooLarge") || (e as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
           throw e;
@@ -182,13 +166,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       req.raw.off("close", onClose);
     }
     if (!stored) throw badRequest("file", "is required");
-    return reply.status(201).send({ data: fileView(stored.ws, stored.info) });
+    return reply.status(201).send({ data: stored });
   });
-
-  /** The file a request names by `workspace_id` and `key`, which must exist. */
-  async function existingFile(req: Pick<FastifyRequest, "auth">, q: { workspace_id: string; key: string }) {
-    return existing(store, await app.operon.auth.workspace(requireAuth(req), q.workspace_id), q.key);
-  }
 
   r.get("/v1/files/download", {
     config,
@@ -213,9 +192,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       response: { 200: jsonResponse(dataOf(z.object({ key: z.string(), deleted: z.boolean().describe("Always true.") })), "The file is deleted."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
     },
   }, async (req) => {
-    const { key, storageKey } = await existingFile(req, req.query);
-    await store.delete(storageKey);
-    return { data: { key, deleted: true } };
+    return { data: await deleteFile(store, await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id), req.query.key) };
   });
 
   r.post("/v1/files/upload-url", {
@@ -246,7 +223,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     const b = req.body;
     const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
     const data = await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType: b.content_type ?? b.contentType, size: b.size }, clock.now());
-    maybeSweep();
+    sweeper.due();
     return { data };
   });
 
