@@ -36,3 +36,10 @@ export function fmt(v: number, digits = 3): string {
 
 /** A whole number with thousands separators (1,234,567), as genomic positions are read. */
 export const comma = (v: number) => Math.round(v).toLocaleString("en-US");
+
+/** 1, 1.5, 2, 3, 4, 5, 6, 8, 10 × 10^k at or above v: a round end for a colour scale. */
+export function niceCeil(v: number): number {
+  const e = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 1.5, 2, 3, 4, 5, 6, 8, 10]) if (m * e >= v - 1e-12) return m * e;
+  return 10 * e;
+}
