@@ -18,6 +18,7 @@ import { MAX_REFERENCES_PER_STEP } from "../core/references.js";
 import { secondaryCandidates } from "../core/tools/index.js";
 import { StoreError, type ObjectStore, type StepOutput } from "../core/ports.js";
 import type { OutputFile, StagedInput } from "../core/tools/types.js";
+import { messageOf } from "../core/errors.js";
 
 /** Everything a step's stager needs to know; in cluster mode, the JSON of env `OPERON_STEP_PLAN`. */
 export interface StepPlan {
@@ -186,7 +187,7 @@ export const stepPlanSchema = z.object({
 export function parseStepPlan(text: string | undefined): { ok: true; plan: StepPlan } | { ok: false; message: string } {
   if (text === undefined || text === "") return { ok: false, message: `${STEP_PLAN_ENV} is not set` };
   let json: unknown;
-  try { json = JSON.parse(text); } catch (e) { return { ok: false, message: `${STEP_PLAN_ENV} is not JSON: ${e instanceof Error ? e.message : String(e)}` }; }
+  try { json = JSON.parse(text); } catch (e) { return { ok: false, message: `${STEP_PLAN_ENV} is not JSON: ${messageOf(e)}` }; }
   const r = stepPlanSchema.safeParse(json);
   if (r.success) return { ok: true, plan: r.data };
   const issue = r.error.issues[0];

@@ -5,14 +5,15 @@
  * of the API is a plugin under routes/.
  */
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import rateLimit, { normalizeIP } from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
-import { hasZodFastifySchemaValidationErrors, validatorCompiler } from "fastify-type-provider-zod";
-import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
+import { validatorCompiler } from "fastify-type-provider-zod";
+import type { Clock, ObjectStore } from "../core/ports.js";
 import type { Config } from "../core/config.js";
 import { Authenticator, type AuthContext } from "./auth.js";
-import { ApiError, clientDetails, clientMessage } from "./errors.js";
+import { clientDetails, clientMessage, errorReply } from "./errors.js";
+import { OperonError } from "../core/errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { OPENAPI_PATH, documentationOnlySerializer, swaggerOptions } from "./openapi.js";
 import { loggerOptions } from "./logging.js";
@@ -106,7 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const metrics = createMetrics();
   app.decorate("operon", { deps: { ...deps, clock }, auth, metrics });
 
-  const rateLimitError = (message: string) => Object.assign(new ApiError("rate_limited", message), { statusCode: 429 });
+  const rateLimitError = (message: string) => Object.assign(new OperonError("rate_limited", message), { statusCode: 429 });
 
   // Two rate limits: per API key (after authentication, below) and, first, per client
   // address before authentication, so that a flood of bad keys is refused before each one
@@ -135,8 +136,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (contentHost !== undefined) {
       const storage = req.routeOptions.url === PRESIGNED_PATH;
       const onContent = req.host.toLowerCase() === contentHost;
-      if (onContent && !storage) throw new ApiError("not_found", `no route for ${req.method} ${req.url.split("?")[0]} on the content origin: it serves presigned storage URLs only`);
-      if (!onContent && storage) throw new ApiError("not_found", `presigned storage URLs are served on the content origin (${deps.config.contentUrl}) only`);
+      if (onContent && !storage) throw new OperonError("not_found", `no route for ${req.method} ${req.url.split("?")[0]} on the content origin: it serves presigned storage URLs only`);
+      if (!onContent && storage) throw new OperonError("not_found", `presigned storage URLs are served on the content origin (${deps.config.contentUrl}) only`);
     }
     // Every matched route needs a key unless it says `public`: a route that forgot to declare
     // its scope is closed, not open. Unmatched URLs go straight to the 404 handler.
@@ -153,7 +154,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const r = await auth.authenticate(req.headers);
     if ("failure" in r) {
       metrics.authFailures.inc({ reason: r.failure });
-      throw new ApiError("unauthorized", {
+      throw new OperonError("unauthorized", {
         missing: "an API key is required (Authorization: Bearer <key> or X-API-Key)",
         malformed: "the API key is malformed (expected sk_live_ followed by 32 letters and digits)",
         unknown: "the API key is not valid",
@@ -179,42 +180,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     child.observe(seconds);
   });
 
-  app.setErrorHandler((err: FastifyError | ApiError | Error, req, reply) => {
-    let status: number;
-    let body: { error: string; message: string; details?: Record<string, unknown> };
-    if (err instanceof ApiError) {
-      status = err.status;
-      body = { error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
-    } else if (err instanceof StoreError && err.code === "InvalidKey") {
-      // A key that escaped every route's normalizer was refused by the store itself.
-      status = 400;
-      body = { error: "invalid_request", message: err.message };
-    } else if (err instanceof StoreError && err.code === "Unavailable") {
-      // An outage of the object store: the client may retry; what failed is for the log only.
-      req.log.warn({ err }, "object store unavailable");
-      status = 503;
-      body = { error: "unavailable", message: "object storage is temporarily unavailable; retry later" };
-    } else if (hasZodFastifySchemaValidationErrors(err)) {
-      const issues = err.validation.map((v) => {
-        const field = [v.instancePath.replace(/^\//, "").replace(/\//g, "."), (v.params as { issue?: { path?: unknown[] } }).issue?.path?.join(".")].find((x) => x) ?? "";
-        return { field: field || (v.params as { issue?: { keys?: string[] } }).issue?.keys?.join(",") || "body", message: v.message ?? "invalid" };
-      });
-      const where = (err as FastifyError).validationContext ?? "request";
-      status = 400;
-      body = { error: "invalid_request", message: issues.map((i) => `${where === "body" ? "" : `${where}.`}${i.field}: ${i.message}`).join("; "), details: { issues } };
-    } else {
-      const fe = err as FastifyError;
-      const code = fe.statusCode ?? 500;
-      if (code === 429) { status = 429; body = { error: "rate_limited", message: fe.message || "too many requests" }; }
-      else if (code === 413 || fe.code === "FST_REQ_FILE_TOO_LARGE") { status = 413; body = { error: "payload_too_large", message: fe.message }; }
-      else if (code === 415) { status = 415; body = { error: "unsupported_media_type", message: fe.message }; }
-      else if (code >= 400 && code < 500) { status = code === 404 ? 404 : 400; body = { error: code === 404 ? "not_found" : "invalid_request", message: fe.message }; }
-      else {
-        req.log.error({ err }, "unhandled error");
-        status = 500;
-        body = { error: "internal_error", message: "internal error" };
-      }
-    }
+  app.setErrorHandler((err: unknown, req, reply) => {
+    // The code → status table and Fastify's own errors: api-server/errors.ts.
+    const { status, body } = errorReply(err, req.log);
     // Whatever produced it, a 503 says when to come back.
     if (status === 503) void reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_SECONDS));
     // Whatever produced it, a message never carries a server path or a credential to the client.

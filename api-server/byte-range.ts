@@ -6,7 +6,7 @@
  */
 import type { FastifyReply } from "fastify";
 import { StoreError, type ObjectStore } from "../core/ports.js";
-import { ApiError } from "./errors.js";
+import { OperonError } from "../core/errors.js";
 
 /** One range: `bytes=START-[END]`, or a suffix `bytes=-N` (the last N bytes, RFC 9110 §14.1.2). */
 export type RangeRequest = { start: number; end?: number } | { suffix: number };
@@ -60,14 +60,14 @@ function userContentHeaders(key: string, contentType: string | undefined): Recor
  */
 export async function sendObject(reply: FastifyReply, store: ObjectStore, key: string, rangeHeader: string | undefined, opts: { contentType?: string; headers?: Record<string, string>; userContent?: boolean } = {}): Promise<FastifyReply> {
   const range = parseRange(rangeHeader);
-  if (range === "invalid") throw new ApiError("range_not_satisfiable", "Range must be bytes=START-[END] or bytes=-LENGTH");
+  if (range === "invalid") throw new OperonError("range_not_satisfiable", "Range must be bytes=START-[END] or bytes=-LENGTH");
   try {
     let wanted: { start: number; end?: number } | undefined;
     if (range && "suffix" in range) {
       const info = await store.head(key);
-      if (!info) throw new ApiError("not_found", "object not found");
+      if (!info) throw new OperonError("not_found", "object not found");
       wanted = suffixRange(range.suffix, info.size);
-      if (!wanted) throw new ApiError("range_not_satisfiable", `bytes=-${range.suffix} selects nothing of a ${info.size}-byte object`);
+      if (!wanted) throw new OperonError("range_not_satisfiable", `bytes=-${range.suffix} selects nothing of a ${info.size}-byte object`);
     } else wanted = range;
     const got = await store.get(key, wanted);
     const type = opts.contentType ?? got.info.contentType ?? "application/octet-stream";
@@ -79,8 +79,8 @@ export async function sendObject(reply: FastifyReply, store: ObjectStore, key: s
     } else void reply.header("content-length", got.info.size);
     return reply.send(got.body);
   } catch (e) {
-    if (e instanceof StoreError && e.code === "NotFound") throw new ApiError("not_found", "object not found");
-    if (e instanceof StoreError && e.code === "RangeNotSatisfiable") throw new ApiError("range_not_satisfiable", e.message);
+    if (e instanceof StoreError && e.code === "NotFound") throw new OperonError("not_found", "object not found");
+    if (e instanceof StoreError && e.code === "RangeNotSatisfiable") throw new OperonError("range_not_satisfiable", e.message);
     throw e;
   }
 }

@@ -10,6 +10,7 @@ import type { AuthContext } from "../services/access.js";
 import { checkArguments } from "./registry.js";
 import { ASSISTANT_TOOLS, callTool, jsonSchemaOf, toolsFor, type AssistantDeps, type AssistantTool, type ToolOutcome } from "./tools.js";
 import { UpstreamError, type ChatMessage, type Completion, type LlmProvider, type ToolCallRequest, type ToolDefinition, type Usage } from "./providers/types.js";
+import { messageOf } from "../core/errors.js";
 
 export interface AgentLimits {
   /** Model answers with tool calls per turn. */
@@ -152,7 +153,7 @@ export async function runTurn(input: TurnInput): Promise<TurnResult> {
       }
     } catch (e) {
       if (input.signal?.aborted) return stop("stopped", "stopped at the user's request");
-      const err = e instanceof UpstreamError ? e : new UpstreamError(`the LLM provider (${input.provider.name}) failed: ${e instanceof Error ? e.message : String(e)}`);
+      const err = e instanceof UpstreamError ? e : new UpstreamError(`the LLM provider (${input.provider.name}) failed: ${messageOf(e)}`);
       err.turn = { tool_calls: records, usage, model };
       throw err;
     }

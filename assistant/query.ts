@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { ulid } from "../core/ids.js";
 import type { AuthContext } from "../services/access.js";
-import { ApiError } from "../services/service-error.js";
+import { OperonError } from "../core/errors.js";
 import type { ConversationRecord, Message, WorkspaceRecord } from "../services/store.js";
 import { runTurn, type AgentLimits, type ToolCallRecord, type TurnEvent, type TurnInput } from "./agent.js";
 import { UpstreamError, type ChatMessage, type LlmProvider, type Usage } from "./providers/types.js";
@@ -45,10 +45,10 @@ const newId = (prefix: string, now: number) => `${prefix}-${ulid(now, randomByte
 /** The workspace a query acts in: the one named, else (a key of all workspaces) "default" or the only one. */
 async function workspaceOf(deps: AssistantDeps, auth: AuthContext, id: string | undefined): Promise<WorkspaceRecord> {
   if (id !== undefined) return deps.access.workspace(auth, id);
-  if (auth.workspaces !== null) throw new ApiError("invalid_request", "workspace_id: is required: this key is limited to named workspaces", { field: "workspace_id" });
+  if (auth.workspaces !== null) throw new OperonError("invalid_request", "workspace_id: is required: this key is limited to named workspaces", { field: "workspace_id" });
   const visible = await deps.access.visibleWorkspaces(auth);
   const chosen = visible.find((w) => w.id === "default") ?? (visible.length === 1 ? visible[0] : undefined);
-  if (!chosen) throw new ApiError("invalid_request", "workspace_id: is required: the organization has several workspaces and none is named default", { field: "workspace_id" });
+  if (!chosen) throw new OperonError("invalid_request", "workspace_id: is required: the organization has several workspaces and none is named default", { field: "workspace_id" });
   return chosen;
 }
 
@@ -79,14 +79,14 @@ export interface QueryOptions {
 
 export async function runQuery(deps: QueryDeps, auth: AuthContext, req: QueryRequest, opts: QueryOptions = {}): Promise<QueryAnswer> {
   const provider = deps.provider;
-  if (!provider) throw new ApiError("unavailable", NO_PROVIDER_MESSAGE);
+  if (!provider) throw new OperonError("unavailable", NO_PROVIDER_MESSAGE);
   const { service, clock } = deps.assistant;
   const ws = await workspaceOf(deps.assistant, auth, req.workspace_id);
   let existing: ConversationRecord | undefined;
   if (req.conversation_id !== undefined) {
     existing = await service.getConversation(ws.organization, ws.id, req.conversation_id);
     if (!existing || existing.organization !== auth.organization || existing.workspace_id !== ws.id) {
-      throw new ApiError("not_found", `conversation_id: conversation ${JSON.stringify(req.conversation_id)} not found in workspace ${JSON.stringify(ws.id)}`, { field: "conversation_id" });
+      throw new OperonError("not_found", `conversation_id: conversation ${JSON.stringify(req.conversation_id)} not found in workspace ${JSON.stringify(ws.id)}`, { field: "conversation_id" });
     }
   }
   const askedAt = new Date(clock.now()).toISOString();
@@ -110,7 +110,7 @@ export async function runQuery(deps: QueryDeps, auth: AuthContext, req: QueryReq
     const partial = e.turn ?? { tool_calls: [], usage: { input_tokens: 0, output_tokens: 0 }, model: provider.model };
     assistantMessage = { id: messageId, role: "assistant", content: "", created_at: new Date(clock.now()).toISOString(), tool_calls: partial.tool_calls, model: partial.model, usage: partial.usage, error: { code: "upstream_error", message: e.message } };
     await record(deps, ws, conversationId, existing, req.prompt, [userMessage, assistantMessage]);
-    throw new ApiError("upstream_error", e.message, { conversation_id: conversationId });
+    throw new OperonError("upstream_error", e.message, { conversation_id: conversationId });
   }
   await record(deps, ws, conversationId, existing, req.prompt, [userMessage, assistantMessage]);
   return answer;

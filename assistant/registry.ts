@@ -8,12 +8,11 @@
  */
 import { z } from "zod";
 import type { Clock, ObjectStore } from "../core/ports.js";
-import { StoreError } from "../core/ports.js";
 import type { AuthContext, WorkspaceAccess } from "../services/access.js";
 import type { Engine } from "../engine/engine.js";
 import type { PipelineService } from "../services/pipelines.js";
 import type { RenderQueue } from "../services/renders.js";
-import { ApiError, type ErrorCode } from "../services/service-error.js";
+import { knownError, type ErrorCode } from "../core/errors.js";
 import type { Scope, ServiceStore } from "../services/store.js";
 
 /** The service a tool acts on; the same objects the HTTP routes use. */
@@ -106,9 +105,9 @@ export async function callTool(tools: readonly AssistantTool[], name: string, ar
   try {
     return { ok: true, result: await tool.handler(checked.value as never, ctx) };
   } catch (e) {
-    if (e instanceof ApiError) return { ok: false, code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) };
-    if (e instanceof StoreError && e.code === "InvalidKey") return { ok: false, code: "invalid_request", message: e.message };
-    if (e instanceof StoreError && e.code === "Unavailable") return { ok: false, code: "unavailable", message: "object storage is temporarily unavailable; retry later" };
+    // The taxonomy's errors (and the object store's that a caller may see) as the model sees them: code and message.
+    const known = knownError(e);
+    if (known) return { ok: false, code: known.code, message: known.message, ...(known.details ? { details: known.details } : {}) };
     log?.(e);
     return { ok: false, code: "internal_error", message: "internal error" };
   }

@@ -10,7 +10,7 @@ import { PLOT_TYPES } from "../plots/options.js";
 import { runTool, toolViews } from "../services/tools.js";
 import { createViewerLink } from "../services/viewer-links.js";
 import { getRenderJob, renderJobView, submitRender, type RenderDeps } from "../services/renders.js";
-import { ApiError } from "../services/service-error.js";
+import { OperonError } from "../core/errors.js";
 import { READ_ONLY, defineTool, type AssistantTool, type ToolContext } from "./registry.js";
 
 /** Tool output shown to a model: the end of stderr and the start of stdout, each capped. */
@@ -19,7 +19,7 @@ const workspaceId = z.string().min(1).max(63).describe("The workspace (see servi
 
 function renderDeps(ctx: ToolContext): RenderDeps {
   const { store, access, clock, renders, publicUrl, signingSecret } = ctx.deps;
-  if (!renders) throw new ApiError("unavailable", "chart rendering is not available on this server");
+  if (!renders) throw new OperonError("unavailable", "chart rendering is not available on this server");
   return { store, access, clock, jobs: renders, publicUrl, signingSecret };
 }
 
@@ -36,7 +36,7 @@ export const computeTools: AssistantTool[] = [
       const all = toolViews(ctx.deps.storage);
       if (a.tool_id === undefined) return { tools: all.map((t) => ({ id: t.id, description: t.description, available: t.available, commands: t.commands.map((c) => c.name) })) };
       const one = all.find((t) => t.id === a.tool_id);
-      if (!one) throw new ApiError("not_found", `tool_id: unknown tool ${JSON.stringify(a.tool_id)}; tools: ${all.map((t) => t.id).join(", ")}`, { field: "tool_id", valid_values: all.map((t) => t.id) });
+      if (!one) throw new OperonError("not_found", `tool_id: unknown tool ${JSON.stringify(a.tool_id)}; tools: ${all.map((t) => t.id).join(", ")}`, { field: "tool_id", valid_values: all.map((t) => t.id) });
       return { tools: [one] };
     },
   }),
@@ -51,7 +51,7 @@ export const computeTools: AssistantTool[] = [
     available: (d) => d.engine !== undefined,
     handler: async (a, ctx) => {
       const { engine, store, access, clock } = ctx.deps;
-      if (!engine) throw new ApiError("unavailable", "tool runs are not available on this server");
+      if (!engine) throw new OperonError("unavailable", "tool runs are not available on this server");
       const r = await runTool({ engine, store, access, clock }, ctx.auth, a.tool_id, a);
       return { ...r, stdout: r.stdout.slice(0, MAX_TEXT), stderr: r.stderr.slice(-MAX_TEXT), truncated: r.stdout.length > MAX_TEXT || r.stderr.length > MAX_TEXT };
     },
@@ -96,11 +96,11 @@ export const computeTools: AssistantTool[] = [
     handler: async (a, ctx) => {
       const deps = renderDeps(ctx);
       if (a.job_id !== undefined) {
-        if (a.type !== undefined || a.file_path !== undefined) throw new ApiError("invalid_request", "job_id: give either job_id (to check a job) or type and file_path (to submit one)", { field: "job_id" });
+        if (a.type !== undefined || a.file_path !== undefined) throw new OperonError("invalid_request", "job_id: give either job_id (to check a job) or type and file_path (to submit one)", { field: "job_id" });
         return renderJobView(deps, await getRenderJob(deps, ctx.auth, a.job_id, a.workspace_id));
       }
-      if (a.type === undefined) throw new ApiError("invalid_request", "type: is required to submit a chart (or give job_id to check one)", { field: "type" });
-      if (a.file_path === undefined) throw new ApiError("invalid_request", "file_path: is required to submit a chart", { field: "file_path" });
+      if (a.type === undefined) throw new OperonError("invalid_request", "type: is required to submit a chart (or give job_id to check one)", { field: "type" });
+      if (a.file_path === undefined) throw new OperonError("invalid_request", "file_path: is required to submit a chart", { field: "file_path" });
       return renderJobView(deps, await submitRender(deps, ctx.auth, { ...a, type: a.type }));
     },
   }),

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { isFinal } from "../core/status.js";
 import type { RunRecord } from "../core/ports.js";
 import { runView, type PipelineService } from "../services/pipelines.js";
-import { ApiError } from "../services/service-error.js";
+import { OperonError } from "../core/errors.js";
 import { CREATES, READ_ONLY, defineTool, type AssistantDeps, type AssistantTool, type ToolContext } from "./registry.js";
 
 /** The longest a status call waits: well inside any client's request time-out. */
@@ -22,7 +22,7 @@ const runId = z.string().min(1).max(64).describe("A run id, `run-` + 26 characte
 const loose = z.looseObject({});
 
 function pipelines(ctx: ToolContext): PipelineService {
-  if (!ctx.deps.pipelines) throw new ApiError("unavailable", "pipelines are not available on this server");
+  if (!ctx.deps.pipelines) throw new OperonError("unavailable", "pipelines are not available on this server");
   return ctx.deps.pipelines;
 }
 const hasPipelines = (d: AssistantDeps) => d.pipelines !== undefined;
@@ -82,9 +82,9 @@ export const pipelineTools: AssistantTool[] = [
     scope: "tools",
     available: hasPipelines,
     handler: async (a, ctx) => {
-      if ((a.pipeline_id === undefined) === (a.spec_file === undefined)) throw new ApiError("invalid_request", "pipeline_id: give exactly one of pipeline_id or spec_file", { field: "pipeline_id" });
+      if ((a.pipeline_id === undefined) === (a.spec_file === undefined)) throw new OperonError("invalid_request", "pipeline_id: give exactly one of pipeline_id or spec_file", { field: "pipeline_id" });
       if (a.pipeline_id !== undefined) return { pipeline: pipelines(ctx).builtinDefinition(a.pipeline_id) };
-      if (a.workspace_id === undefined) throw new ApiError("invalid_request", "workspace_id: is required with spec_file", { field: "workspace_id" });
+      if (a.workspace_id === undefined) throw new OperonError("invalid_request", "workspace_id: is required with spec_file", { field: "workspace_id" });
       return { pipeline: await pipelines(ctx).specFileDefinition(ctx.auth, a.workspace_id, a.spec_file as string) };
     },
   }),
@@ -114,7 +114,7 @@ export const pipelineTools: AssistantTool[] = [
     scope: "tools",
     available: hasPipelines,
     handler: async (a, ctx) => {
-      if ((a.pipeline_id === undefined) === (a.spec_file === undefined)) throw new ApiError("invalid_request", "pipeline_id: give exactly one of pipeline_id or spec_file", { field: "pipeline_id" });
+      if ((a.pipeline_id === undefined) === (a.spec_file === undefined)) throw new OperonError("invalid_request", "pipeline_id: give exactly one of pipeline_id or spec_file", { field: "pipeline_id" });
       return runResult(await pipelines(ctx).start(ctx.auth, a, ctx.agent));
     },
   }),

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { AuthContext } from "../services/access.js";
-import { ApiError } from "../services/service-error.js";
+import { OperonError } from "../core/errors.js";
 import type { TurnEvent, TurnProgress } from "./agent.js";
 import { runQuery, type QueryAnswer, type QueryDeps, type QueryRequest, type TurnStart } from "./query.js";
 
@@ -124,7 +124,7 @@ export class TurnRegistry {
         ...(log ? { log } : {}),
         onStart: (s) => {
           if (this.turns.get(s.conversation_id)?.finished === false) {
-            throw new ApiError("conflict", `conversation_id: conversation ${JSON.stringify(s.conversation_id)} has a turn running; wait for it to finish or stop it (POST /v1/query/stop)`, { field: "conversation_id" });
+            throw new OperonError("conflict", `conversation_id: conversation ${JSON.stringify(s.conversation_id)} has a turn running; wait for it to finish or stop it (POST /v1/query/stop)`, { field: "conversation_id" });
           }
           turn = new RunningTurn(s, abort);
           turn.outcome = outcome;
@@ -141,7 +141,7 @@ export class TurnRegistry {
       }, (err: unknown) => {
         if (!turn) { reject(err); return; }
         settle.reject(err);
-        const e = err instanceof ApiError ? err : undefined;
+        const e = err instanceof OperonError ? err : undefined;
         if (!e) log?.(err);
         turn.push("error", { code: e?.code ?? "internal_error", message: e?.message ?? "the turn failed unexpectedly", conversation_id: turn.start.conversation_id });
         this.finish(turn);
@@ -169,8 +169,8 @@ export class TurnRegistry {
    */
   confirm(auth: AuthContext, conversationId: string, actionId: string, approve: boolean): RunningTurn {
     const turn = this.get(auth, conversationId);
-    if (!turn || turn.finished) throw new ApiError("not_found", `conversation_id: no running turn for conversation ${JSON.stringify(conversationId)}`, { field: "conversation_id" });
-    if (turn.pending?.action.action_id !== actionId) throw new ApiError("not_found", `action_id: no pending action ${JSON.stringify(actionId)} in this conversation${turn.pending ? ` (pending: ${turn.pending.action.action_id})` : ""}`, { field: "action_id" });
+    if (!turn || turn.finished) throw new OperonError("not_found", `conversation_id: no running turn for conversation ${JSON.stringify(conversationId)}`, { field: "conversation_id" });
+    if (turn.pending?.action.action_id !== actionId) throw new OperonError("not_found", `action_id: no pending action ${JSON.stringify(actionId)} in this conversation${turn.pending ? ` (pending: ${turn.pending.action.action_id})` : ""}`, { field: "action_id" });
     turn.pending.decide(approve);
     return turn;
   }

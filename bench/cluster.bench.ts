@@ -350,7 +350,7 @@ try {
         submitRetries++;
         continue;
       }
-      if (!r.ok) throw new Error(`submit: ${r.message}`);
+      if (!r.ok) throw new Error(`submit: ${r.error.message}`);
       return r.run.id;
     }
   };

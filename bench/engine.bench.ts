@@ -87,7 +87,7 @@ function harness(dir: string, limit: number) {
   const finished = (id: string) => done.get(id) ?? new Promise<RunRecord>((resolve) => waiters.set(id, resolve));
   const submit = async (org: string, spec: PipelineSpec) => {
     const r = await engine.submit({ organization: org, workspace: "ws", keyId: "key_bench", spec, source: { kind: "inline" }, input: {} });
-    if (!r.ok) throw new Error(r.message);
+    if (!r.ok) throw new Error(r.error.message);
     return r.run;
   };
   const stop = async () => { live.delete(stop); unwatch(); await engine.stop(); await executor.shutdown(); };

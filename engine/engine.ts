@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
 import type { Issue } from "../core/issues.js";
+import { messageOf, OperonError, type ErrorCode } from "../core/errors.js";
 import { StoreError, type Clock, type ObjectStore, type RunRecord, type RunStore, type StepExecutor } from "../core/ports.js";
 import { Ledger, positionsOf, queuePositions } from "../core/quota.js";
 import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
@@ -42,7 +43,12 @@ export interface Engine {
   builtins: ReadonlyMap<string, PipelineSpec>;
   /** The reference volumes steps may name (`ref://<volume>/…`). */
   referenceVolumes: readonly string[];
-  submit(input: SubmitInput): Promise<{ ok: true; run: RunRecord } | { ok: false; status: 400 | 422; code: string; message: string; errors: Issue[] }>;
+  /**
+   * Checks and creates a run, or says why not: an `OperonError` (`validation_failed`, or
+   * `invalid_request` for what this cluster's step pods may not do) whose `details.errors` lists
+   * every issue. Nothing is created then.
+   */
+  submit(input: SubmitInput): Promise<{ ok: true; run: RunRecord } | { ok: false; error: OperonError }>;
   cancel(run: RunRecord): Promise<RunRecord>;
   /**
    * Copies of `runs` with each waiting step's queue position, computed now: from the ledger
@@ -139,7 +145,7 @@ function runMetrics(registry: Registry, runs: RunStore, log?: (msg: string) => v
         this.set({ phase: "running" }, n.running);
       } catch (e) {
         this.reset(); // unknown: no sample rather than a stale one
-        log?.(`metrics: counting runs failed: ${e instanceof Error ? e.message : String(e)}`);
+        log?.(`metrics: counting runs failed: ${messageOf(e)}`);
       }
     },
   });
@@ -147,6 +153,9 @@ function runMetrics(registry: Registry, runs: RunStore, log?: (msg: string) => v
   for (const phase of FINAL_RUN_STATUSES) finished.inc({ phase }, 0);
   return (phase) => finished.inc({ phase });
 }
+
+/** A submission refused: the error, with every issue in `details.errors`. */
+const refuse = (code: ErrorCode, message: string, errors: Issue[]) => ({ ok: false as const, error: new OperonError(code, message, { errors }) });
 
 export function createEngine(deps: EngineDeps): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
@@ -176,7 +185,7 @@ export function createEngine(deps: EngineDeps): Engine {
       deps.executor.engineStarted?.();
       for (const a of (await deps.executor.activeSteps?.()) ?? []) ledger.observe(a.organization, a.runId, 0, { known: a.stepIds, running: a.stepIds, ready: [] });
     },
-    onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${e instanceof Error ? e.message : String(e)}`),
+    onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${messageOf(e)}`),
   });
   const builtins = loadBuiltins();
 
@@ -238,16 +247,16 @@ export function createEngine(deps: EngineDeps): Engine {
     referenceVolumes,
     async submit(input) {
       const check = validateSpec(input.spec, { tools, referenceVolumes });
-      if (!check.valid) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid: ${check.errors.map((e) => `${e.path || "/"}: ${e.message}`).join("; ")}`, errors: check.errors };
+      if (!check.valid) return refuse("validation_failed", `the pipeline spec is invalid: ${check.errors.map((e) => `${e.path || "/"}: ${e.message}`).join("; ")}`, check.errors);
       const spec = input.spec as PipelineSpec;
       // What this cluster's step pods may not do: more than maxResources, a tool without an image.
       const refused = deps.stepPods ? stepPodIssues(spec, deps.stepPods, tools) : [];
-      if (refused.length) return { ok: false, status: 400, code: "invalid_request", message: refused.map((e) => e.message).join("; "), errors: refused };
+      if (refused.length) return refuse("invalid_request", refused.map((e) => e.message).join("; "), refused);
       const inputs = resolveInputs(spec, input.input, referenceVolumes);
-      if (!inputs.ok) return { ok: false, status: 422, code: "validation_failed", message: inputs.errors.map((e) => e.message).join("; "), errors: inputs.errors };
+      if (!inputs.ok) return refuse("validation_failed", inputs.errors.map((e) => e.message).join("; "), inputs.errors);
       // Every step's parameters as they will be with these inputs: refused now, not at run time.
       const built = dryBuildSteps(spec, inputs.values, tools, referenceVolumes);
-      if (built.length) return { ok: false, status: 422, code: "validation_failed", message: `the pipeline spec is invalid with these inputs: ${built.map((e) => `${e.path}: ${e.message}`).join("; ")}`, errors: built };
+      if (built.length) return refuse("validation_failed", `the pipeline spec is invalid with these inputs: ${built.map((e) => `${e.path}: ${e.message}`).join("; ")}`, built);
       const root = workspaceRoot(input.organization, input.workspace);
       // Every file input must exist before anything starts.
       const inputChecksums: RunRecord["inputChecksums"] = {};
@@ -261,7 +270,7 @@ export function createEngine(deps: EngineDeps): Engine {
         if (!info) { missing.push({ code: "input_not_found", path: `/input/${decl.name}`, message: `input "${decl.name}": ${path} not found in workspace ${input.workspace}` }); continue; }
         inputChecksums[decl.name] = { s3Key: info.key, checksum: info.sha256 ?? "", size: info.size };
       }
-      if (missing.length) return { ok: false, status: 422, code: "validation_failed", message: missing.map((m) => m.message).join("; "), errors: missing };
+      if (missing.length) return refuse("validation_failed", missing.map((m) => m.message).join("; "), missing);
       const now = deps.clock.now();
       const id = `run-${ulid(now, randomBytes(10))}`;
       if (!RUN_ID.test(id)) throw new Error(`bad run id ${id}`);

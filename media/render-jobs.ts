@@ -24,6 +24,7 @@ import { candidateStem, effectiveJob, HEARTBEAT_MS, outputStem, type OutputForma
 import { sanitizeMessage } from "../core/redact.js";
 import { readJson, updateJson, writeJson } from "../adapters/json-store.js";
 import type { RenderResult, RenderTask } from "./charts/render-worker.js";
+import { messageOf, OperonError } from "../core/errors.js";
 
 
 export interface RenderJobsDeps {
@@ -154,7 +155,7 @@ export class RenderJobs {
   async start(opts: { previousProcessesAreGone?: boolean } = {}): Promise<void> {
     const n = await this.sweep(opts);
     if (n) this.log(`render jobs: ${n} left unfinished by a stopped server marked failed`);
-    this.sweeper = setInterval(() => { this.sweep().catch((e: unknown) => this.log(`render sweep: ${e instanceof Error ? e.message : String(e)}`)); }, HEARTBEAT_MS * 3);
+    this.sweeper = setInterval(() => { this.sweep().catch((e: unknown) => this.log(`render sweep: ${messageOf(e)}`)); }, HEARTBEAT_MS * 3);
     this.sweeper.unref();
   }
 
@@ -181,7 +182,7 @@ export class RenderJobs {
       chain = chain.then(async () => {
         const next = await updateJson<RenderJobRecord>(this.deps.store, key, (j) => (j.status === "completed" || j.status === "failed") ? undefined : change(j));
         if (next) cur = next;
-      }).catch((e: unknown) => this.log(`render ${job.job_id}: writing its record failed: ${e instanceof Error ? e.message : String(e)}`));
+      }).catch((e: unknown) => this.log(`render ${job.job_id}: writing its record failed: ${messageOf(e)}`));
       return chain;
     };
     const beat = setInterval(() => { void write((j) => ({ ...j, owner: { instance: this.instance, heartbeat_at: this.now() } })); }, HEARTBEAT_MS);
@@ -212,7 +213,7 @@ export class RenderJobs {
       await finish({ status: "completed", output_path: out.image, data_path: out.data, error: null, image: { width: result.width, height: result.height, bytes: result.image.byteLength } });
     } catch (e) {
       const msg = abort.signal.aborted ? "the server stopped before this render finished; submit it again"
-        : e instanceof RenderInputError ? e.message : `the render failed: ${sanitizeMessage(e instanceof Error ? e.message : String(e))}`;
+        : e instanceof RenderInputError ? e.message : `the render failed: ${sanitizeMessage(messageOf(e))}`;
       await finish({ status: "failed", error: msg });
     } finally {
       clearInterval(beat);
@@ -243,7 +244,7 @@ export class RenderJobs {
       const key = root + rel;
       const p = this.deps.store.localPath?.(key);
       if (p) {
-        if (!(await this.deps.store.head(key))) throw new RenderInputError(`${what} ${JSON.stringify(rel)} is no longer in the workspace`);
+        if (!(await this.deps.store.head(key))) throw new RenderInputError("not_found", `${what} ${JSON.stringify(rel)} is no longer in the workspace`);
         return p;
       }
       try {
@@ -252,7 +253,7 @@ export class RenderJobs {
         await pipeline(Readable.from(body as AsyncIterable<Uint8Array>), createWriteStream(dest));
         return dest;
       } catch (e) {
-        if (e instanceof StoreError && e.code === "NotFound") throw new RenderInputError(`${what} ${JSON.stringify(rel)} is no longer in the workspace`);
+        if (e instanceof StoreError && e.code === "NotFound") throw new RenderInputError("not_found", `${what} ${JSON.stringify(rel)} is no longer in the workspace`);
         throw e;
       }
     };
@@ -318,9 +319,12 @@ export class RenderJobs {
       }
       return { image, data };
     }
-    throw new RenderInputError(`no free file name for ${stem} in ${job.output_folder || "the workspace root"}`);
+    throw new RenderInputError("conflict", `no free file name for ${stem} in ${job.output_folder || "the workspace root"}`);
   }
 }
 
-/** A problem with the job's inputs found while staging them: its message is the job's error. */
-class RenderInputError extends Error {}
+/**
+ * A problem with the job's inputs or outputs found while staging them (an input gone:
+ * `not_found`; no free output name: `conflict`): its message is the job's error as is.
+ */
+class RenderInputError extends OperonError {}

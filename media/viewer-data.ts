@@ -30,6 +30,7 @@ import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type FileGra
 import type { Delimiter } from "../core/delimited.js";
 import type { summarize, FastqRecord } from "../core/fastq.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
+import { OperonError } from "../core/errors.js";
 import { ReaderError } from "./readers/bounded.js";
 import type { ReaderPool } from "./readers/pool.js";
 import { READER_BOUNDS, type ReaderOp, type ReaderResults } from "./readers/worker.js";
@@ -75,9 +76,13 @@ export interface PreparedView {
   notes: string[];
 }
 
-/** A problem with the file itself: the page shows `message`. */
-export class ViewerDataError extends Error {
-  constructor(readonly code: "not_found" | "unreadable", message: string) { super(message); this.name = "ViewerDataError"; }
+/**
+ * A problem with the file itself, the page shows `message`: `not_found` (it, or its reference,
+ * is gone) or `validation_failed` (it cannot be read as its viewer needs, e.g. past a reader's
+ * bound). The API answers it like any taxonomy error (core/errors.ts).
+ */
+export class ViewerDataError extends OperonError {
+  constructor(code: "not_found" | "validation_failed", message: string) { super(code, message); this.name = "ViewerDataError"; }
 }
 
 /** A tool's last words for the page: its own names for the working files (`in/input.bam`) read as "the file". */
@@ -154,7 +159,7 @@ export class ViewerData {
   /** One read of the organization's, in its reader worker, over the object at `key`. */
   private read<K extends ReaderOp["kind"]>(org: string, key: string, op: Extract<ReaderOp, { kind: K }>): Promise<ReaderResults[K]> {
     return this.deps.readers.run(org, op, async () => (await this.deps.store.get(key)).body).catch((e: unknown) => {
-      throw e instanceof ReaderError ? new ViewerDataError("unreadable", e.message) : e;
+      throw e instanceof ReaderError ? new ViewerDataError("validation_failed", e.message) : e;
     });
   }
 
@@ -216,7 +221,7 @@ export class ViewerData {
 
   private async build(grant: FileGrant, key: string, info: ObjectInfo, ref: ObjectInfo | undefined, derived: string): Promise<PreparedView> {
     const detected = detectViewer(grant.k, grant.f);
-    if (!detected) throw new ViewerDataError("unreadable", "no viewer for this file");
+    if (!detected) throw new ViewerDataError("validation_failed", "no viewer for this file");
     const view: PreparedView = {
       kind: VIEWER_KIND[grant.f], subtype: detected.subtype, name: grant.k.split("/").pop() ?? grant.k,
       size: info.size, lastModified: info.lastModified.toISOString(), files: { primary: key }, notes: [],
@@ -270,9 +275,9 @@ export class ViewerData {
       await pipeline(Readable.from(body as AsyncIterable<Uint8Array>), createGunzip(), cap, createWriteStream(dest), { signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (e) {
       const err = e as { name?: string; code?: string; message?: string };
-      if (e instanceof ReaderError) throw new ViewerDataError("unreadable", e.message);
-      if (err.name === "AbortError") throw new ViewerDataError("unreadable", `decompressing the file took longer than ${duration(this.timeoutMs)}, the most a preparation may take`);
-      if (err.code?.startsWith("Z_")) throw new ViewerDataError("unreadable", `the file is not valid gzip (${err.message ?? ""})`);
+      if (e instanceof ReaderError) throw new ViewerDataError("validation_failed", e.message);
+      if (err.name === "AbortError") throw new ViewerDataError("validation_failed", `decompressing the file took longer than ${duration(this.timeoutMs)}, the most a preparation may take`);
+      if (err.code?.startsWith("Z_")) throw new ViewerDataError("validation_failed", `the file is not valid gzip (${err.message ?? ""})`);
       throw e;
     }
   }
@@ -301,7 +306,7 @@ export class ViewerData {
 
   private async tool(dir: string, argv: string[], inputs: Array<{ host: string; name: string }>, what: string, extra: { stopAfterLines?: number; keepTail?: boolean; maxStdout?: number } = {}) {
     const r = await this.deps.runner.run(dir, { argv, inputs, ...this.toolBounds(), ...extra });
-    if (r.code !== 0 && !r.stopped) throw new ViewerDataError("unreadable", `${what} failed: ${this.bound(r) ?? (toolSays(r.stderr) || `exit ${r.code}`)}`);
+    if (r.code !== 0 && !r.stopped) throw new ViewerDataError("validation_failed", `${what} failed: ${this.bound(r) ?? (toolSays(r.stderr) || `exit ${r.code}`)}`);
     return r.stdout;
   }
 
@@ -405,7 +410,7 @@ export class ViewerData {
     const { view } = c;
     const cram = view.subtype === "cram";
     view.track = { format: cram ? "cram" : "bam", indexed: true };
-    if (cram && !c.grant.r) throw new ViewerDataError("unreadable", "a CRAM file can only be shown with its reference FASTA: ask for the link with `reference`");
+    if (cram && !c.grant.r) throw new ViewerDataError("validation_failed", "a CRAM file can only be shown with its reference FASTA: ask for the link with `reference`");
     const ext = view.subtype;
     const inName = `input.${ext}`;
     const input = await this.local(c.dir, c.key, inName);
@@ -436,7 +441,7 @@ export class ViewerData {
         index = await this.upload(c.dir, "alignments.bam.bai", c.derived + "alignments.bam.bai");
         [primaryLocal, primaryName, indexLocal] = [join(c.dir, "work", "alignments.bam"), "alignments.bam", join(c.dir, "work", "alignments.bam.bai")];
         view.notes.push("sorted and indexed for the viewer (samtools sort, samtools index)");
-      } else throw new ViewerDataError("unreadable", `this ${ext.toUpperCase()} file could not be indexed: ${this.bound(r) ?? toolSays(r.stderr)}`);
+      } else throw new ViewerDataError("validation_failed", `this ${ext.toUpperCase()} file could not be indexed: ${this.bound(r) ?? toolSays(r.stderr)}`);
     }
     view.files["primary-index"] = index;
     const idxName = `a.${(indexLocal as string).split(".").pop()}`;
@@ -529,7 +534,7 @@ export class ViewerData {
 
   private async tableMeta(c: Ctx): Promise<void> {
     const t = await this.read(c.grant.o, c.key, { kind: "table-load", cacheKey: sha(version(c.info)), gz: c.gz, ...(c.view.subtype === "tsv" ? { delimiter: "\t" as const } : {}) });
-    if (t.header.length === 0) throw new ViewerDataError("unreadable", "this file holds no rows");
+    if (t.header.length === 0) throw new ViewerDataError("validation_failed", "this file holds no rows");
     c.view.table = { delimiter: t.delimiter, header: t.header, headerDetected: t.headerDetected, types: t.types, rows: t.rows, sortable: !t.tooLarge };
     if (t.tooLarge) c.view.notes.push(`shown in file order: ${t.tooLarge}`);
   }

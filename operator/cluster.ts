@@ -21,6 +21,7 @@ import { controllerCacheSizes } from "../engine/controller.js";
 import { reconcilerCacheSizes } from "../engine/reconciler.js";
 import { createEngine, type Engine } from "../engine/engine.js";
 import { loadStepPodConfig, type ClusterEngineOptions } from "../wiring/runtime.js";
+import { messageOf } from "../core/errors.js";
 
 export const LEASE_NAME = "operon-operator";
 
@@ -39,7 +40,6 @@ export function stepStorageEnv(config: Config): Record<string, string> {
   };
 }
 
-const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export interface Operator {
   identity: string;
@@ -119,7 +119,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
     leaderGauge.set(1);
     // Every request of this term ends when the term does (a lost Lease): nothing of it acts after.
     const c = scopedClient(client, t.abort.signal);
-    const onError = (e: unknown) => { if (!t.abort.signal.aborted) opts.log(`informer: ${errText(e)}`); };
+    const onError = (e: unknown) => { if (!t.abort.signal.aborted) opts.log(`informer: ${messageOf(e)}`); };
     // A run that ended (written by this term, or seen changed) or went away: its stopped Jobs
     // can go, and nothing is kept for it.
     const ended = (id: string) => {
@@ -163,7 +163,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       ...(tuning.ttlNow ? { now: tuning.ttlNow } : {}),
       intervalMs: tuning.sweepIntervalMs ?? config.OPERON_CLEANUP_INTERVAL_SECONDS * 1000,
       onSwept: () => sweepsCounter.inc(),
-      onError: (e) => { if (!t.abort.signal.aborted) opts.log(`clean-up: ${errText(e)}`); },
+      onError: (e) => { if (!t.abort.signal.aborted) opts.log(`clean-up: ${messageOf(e)}`); },
       onDeleted: (kind, name, why) => opts.log(`operator ${identity}: deleted ${kind} ${name}: ${why}`),
     });
     active = { abort: t.abort, runs, executor, engine, janitor: t.janitor };
@@ -197,7 +197,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
         await stepDown();
         opts.onLostLease?.(why);
       },
-      onError: (e) => opts.log(`leader election: ${errText(e)}`),
+      onError: (e) => opts.log(`leader election: ${messageOf(e)}`),
     })
     : undefined;
   if (elector) elector.start(); else await lead();
@@ -212,7 +212,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
         // The operator's own metrics, then (while leading) its engine's: controller, work queue, runs.
         Promise.all([registry.metrics(), active?.engine.metrics.metrics() ?? ""]).then(
           ([m, e]) => { res.writeHead(200, { "content-type": registry.contentType }).end(m + e); },
-          (e: unknown) => { opts.log(`metrics: ${errText(e)}`); res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"); },
+          (e: unknown) => { opts.log(`metrics: ${messageOf(e)}`); res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"); },
         );
         return;
       }

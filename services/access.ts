@@ -9,7 +9,7 @@
 import type { Clock } from "../core/ports.js";
 import { workspaceRoot } from "../core/layout.js";
 import { normalizeWorkspacePath } from "../core/paths.js";
-import { ApiError, badRequest } from "./service-error.js";
+import { OperonError, badRequest } from "../core/errors.js";
 import type { Scope, ServiceStore, WorkspaceRecord } from "./store.js";
 
 export interface AuthContext {
@@ -28,7 +28,7 @@ export class WorkspaceAccess {
 
   async workspace(ctx: AuthContext, workspaceId: string): Promise<WorkspaceRecord> {
     if (ctx.workspaces && !ctx.workspaces.has(workspaceId)) {
-      throw new ApiError("workspace_access_denied", `this key may not use workspace ${JSON.stringify(workspaceId)}`);
+      throw new OperonError("workspace_access_denied", `this key may not use workspace ${JSON.stringify(workspaceId)}`);
     }
     const k = `${ctx.organization}/${workspaceId}`;
     const now = this.clock.now();
@@ -38,7 +38,7 @@ export class WorkspaceAccess {
       record = await this.service.getWorkspace(ctx.organization, workspaceId);
       if (record) this.cache.set(k, { record, at: now });
     }
-    if (!record) throw new ApiError("not_found", `workspace ${JSON.stringify(workspaceId)} not found`);
+    if (!record) throw new OperonError("not_found", `workspace ${JSON.stringify(workspaceId)} not found`);
     return record;
   }
 
@@ -51,7 +51,7 @@ export class WorkspaceAccess {
 
 export function requireScope(ctx: AuthContext, scope: Scope | "any"): void {
   if (scope !== "any" && !ctx.scopes.has(scope)) {
-    throw new ApiError("insufficient_scope", `this key lacks the "${scope}" scope`, { required_scope: scope });
+    throw new OperonError("insufficient_scope", `this key lacks the "${scope}" scope`, { required_scope: scope });
   }
 }
 

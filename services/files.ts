@@ -8,7 +8,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { StoreError, type ByteStream, type Clock, type ObjectInfo, type ObjectStore } from "../core/ports.js";
 import { PRESIGNED_PUT_CLAIMS_PREFIX, UPLOADS_PREFIX, USED_UPLOAD_SUFFIX, stagedUploadPrefix, workspaceRoot } from "../core/layout.js";
 import { normalizeWorkspacePath } from "../core/paths.js";
-import { ApiError, badRequest } from "./service-error.js";
+import { OperonError, badRequest } from "../core/errors.js";
 import { fileKey } from "./access.js";
 import type { WorkspaceRecord } from "./store.js";
 
@@ -70,7 +70,7 @@ export async function listFiles(store: ObjectStore, ws: WorkspaceRecord, range: 
 export async function existingFile(store: ObjectStore, ws: WorkspaceRecord, key: string, field = "key") {
   const f = fileKey(ws, field, key);
   const info = await store.head(f.storageKey);
-  if (!info) throw new ApiError("not_found", `file ${JSON.stringify(f.key)} not found`);
+  if (!info) throw new OperonError("not_found", `file ${JSON.stringify(f.key)} not found`);
   return { ...f, info };
 }
 
@@ -137,7 +137,7 @@ export async function uploadFile(store: ObjectStore, ws: WorkspaceRecord, u: { f
  */
 export async function createUploadUrl(store: ObjectStore, ws: WorkspaceRecord, b: { filename: string; path?: string | undefined; contentType?: string | undefined; size?: number | undefined }, nowMs = Date.now()) {
   if (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES) {
-    throw new ApiError("payload_too_large", `size: a file takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB, the limit of one presigned PUT); larger uploads are not supported`, { field: "size" });
+    throw new OperonError("payload_too_large", `size: a file takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB, the limit of one presigned PUT); larger uploads are not supported`, { field: "size" });
   }
   const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
   const target = store.reusablePresignedPuts ? stagingPrefix(ws, storageKey) + uploadId(Math.floor(nowMs / 1000) + UPLOAD_URL_SECONDS) : storageKey;
@@ -179,7 +179,7 @@ async function stagedUploads(store: ObjectStore, prefix: string): Promise<Map<st
 }
 
 const sizeMismatch = (expected: number, actual: number) =>
-  new ApiError("conflict", `uploaded object has ${actual} bytes, not the ${expected} announced`, { expected_size: expected, actual_size: actual });
+  new OperonError("conflict", `uploaded object has ${actual} bytes, not the ${expected} announced`, { expected_size: expected, actual_size: actual });
 
 /**
  * Step 3 of the large-file flow: the file `given` once its bytes were PUT, with its sha256.
@@ -207,7 +207,7 @@ export async function confirmUpload(store: ObjectStore, ws: WorkspaceRecord, giv
       try {
         await store.put(claim, "", { ifNoneMatch: "*" });
       } catch (e) {
-        if (e instanceof StoreError && e.code === "PreconditionFailed") throw new ApiError("conflict", `the upload to ${JSON.stringify(key)} is being confirmed by another request`, { field: "file_key" });
+        if (e instanceof StoreError && e.code === "PreconditionFailed") throw new OperonError("conflict", `the upload to ${JSON.stringify(key)} is being confirmed by another request`, { field: "file_key" });
         throw e;
       }
       let info: ObjectInfo;
@@ -225,11 +225,11 @@ export async function confirmUpload(store: ObjectStore, ws: WorkspaceRecord, giv
       return fileView(ws, info);
     }
     if ([...staged.values()].some((e) => e.info && e.used)) {
-      throw new ApiError("conflict", `file_key: the upload URL of ${JSON.stringify(key)} was used again after its upload was confirmed (or replaced): an upload URL sets a file once; ask POST /v1/files/upload-url for a new one`, { field: "file_key" });
+      throw new OperonError("conflict", `file_key: the upload URL of ${JSON.stringify(key)} was used again after its upload was confirmed (or replaced): an upload URL sets a file once; ask POST /v1/files/upload-url for a new one`, { field: "file_key" });
     }
   }
   let info = await store.head(storageKey);
-  if (!info) throw new ApiError("conflict", `file_key: nothing was uploaded to ${JSON.stringify(key)}; PUT the bytes to the uploadUrl first`, { field: "file_key" });
+  if (!info) throw new OperonError("conflict", `file_key: nothing was uploaded to ${JSON.stringify(key)}; PUT the bytes to the uploadUrl first`, { field: "file_key" });
   if (size !== undefined && info.size !== size) throw sizeMismatch(size, info.size);
   if (!info.sha256) {
     // Objects PUT directly to storage carry no checksum yet: compute it once, here.
@@ -310,7 +310,7 @@ export async function readTextHead(store: ObjectStore, ws: WorkspaceRecord, key:
     for await (const c of body) chunks.push(Buffer.from(c));
   }
   let head = Buffer.concat(chunks).subarray(0, maxBytes);
-  if (head.includes(0)) throw new ApiError("invalid_request", `key: ${f.key} is not a text file (gzipped or binary); use its download link`, { field: "key" });
+  if (head.includes(0)) throw new OperonError("invalid_request", `key: ${f.key} is not a text file (gzipped or binary); use its download link`, { field: "key" });
   const truncated = size > head.length;
   // Never end inside a multi-byte character.
   if (truncated) { let end = head.length; while (end > 0 && ((head[end - 1] as number) & 0xc0) === 0x80) end--; if (end > 0 && (head[end - 1] as number) >= 0xc0) head = head.subarray(0, end - 1); }

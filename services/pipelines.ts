@@ -15,7 +15,7 @@ import type { ValidationResult } from "../core/issues.js";
 import { RUN_ID } from "../core/ids.js";
 import { manifestPath, stepLogKey, workspaceRoot } from "../core/layout.js";
 import { isFinalStep } from "../core/status.js";
-import { ApiError, badRequest } from "./service-error.js";
+import { OperonError, badRequest, messageOf } from "../core/errors.js";
 import { fileKey, type AuthContext, type WorkspaceAccess } from "./access.js";
 import { tailObject, lastLines } from "./log-tail.js";
 import type { Engine } from "../engine/engine.js";
@@ -77,19 +77,19 @@ export class PipelineService {
     const { store } = this.deps;
     const { key, storageKey } = fileKey(ws, "spec_file", path);
     const info = await store.head(storageKey);
-    if (!info) throw new ApiError("not_found", `spec_file: ${key} not found`, { field: "spec_file" });
-    if (info.size > MAX_SPEC_BYTES) throw new ApiError("payload_too_large", `spec_file: ${key} is ${info.size} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
+    if (!info) throw new OperonError("not_found", `spec_file: ${key} not found`, { field: "spec_file" });
+    if (info.size > MAX_SPEC_BYTES) throw new OperonError("payload_too_large", `spec_file: ${key} is ${info.size} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
     const { body } = await store.get(storageKey);
     const chunks: Buffer[] = [];
     let read = 0;
     // The size checked above is the head's: the body is capped too (the object may be replaced in between).
     for await (const c of body) {
       read += c.length;
-      if (read > MAX_SPEC_BYTES) throw new ApiError("payload_too_large", `spec_file: ${key} is more than ${MAX_SPEC_BYTES} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
+      if (read > MAX_SPEC_BYTES) throw new OperonError("payload_too_large", `spec_file: ${key} is more than ${MAX_SPEC_BYTES} bytes; spec files larger than 1 MB are not read`, { field: "spec_file" });
       chunks.push(Buffer.from(c));
     }
     try { return { spec: JSON.parse(Buffer.concat(chunks).toString("utf8")), key }; } catch (e) {
-      throw new ApiError("invalid_request", `spec_file: ${key} is not valid JSON (${e instanceof Error ? e.message : String(e)})`, { field: "spec_file" });
+      throw new OperonError("invalid_request", `spec_file: ${key} is not valid JSON (${messageOf(e)})`, { field: "spec_file" });
     }
   }
 
@@ -97,8 +97,8 @@ export class PipelineService {
   async runOf(auth: AuthContext, id: string, workspace?: string): Promise<RunRecord> {
     const { engine, access } = this.deps;
     const run = RUN_ID.test(id) ? await engine.runs.get(id) : undefined;
-    if (!run || run.organization !== auth.organization) throw new ApiError("not_found", `run ${JSON.stringify(id)} not found`);
-    if (workspace !== undefined && run.workspace !== workspace) throw new ApiError("not_found", `workspace_id: run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`, { field: "workspace_id" });
+    if (!run || run.organization !== auth.organization) throw new OperonError("not_found", `run ${JSON.stringify(id)} not found`);
+    if (workspace !== undefined && run.workspace !== workspace) throw new OperonError("not_found", `workspace_id: run ${JSON.stringify(id)} not found in workspace ${JSON.stringify(workspace)}`, { field: "workspace_id" });
     await access.workspace(auth, run.workspace);
     return (await engine.withQueuePositions([run]))[0] as RunRecord;
   }
@@ -115,14 +115,14 @@ export class PipelineService {
     const { engine, access } = this.deps;
     const builtinId = b.pipeline_id ?? b.tool_id;
     const sources = [builtinId !== undefined, b.spec_file !== undefined, b.spec !== undefined].filter(Boolean).length;
-    if (sources !== 1) throw new ApiError("invalid_request", "give exactly one of pipeline_id, spec_file or spec", { field: "pipeline_id" });
+    if (sources !== 1) throw new OperonError("invalid_request", "give exactly one of pipeline_id, spec_file or spec", { field: "pipeline_id" });
     const ws = await access.workspace(auth, b.workspace_id);
     let spec: unknown;
     let source: RunRecord["source"];
     let name: string | undefined;
     if (builtinId !== undefined) {
       const found = engine.builtins.get(builtinId);
-      if (!found) throw new ApiError("not_found", `pipeline_id: no built-in pipeline ${JSON.stringify(builtinId)} (built-in: ${[...engine.builtins.keys()].join(", ")})`, { field: "pipeline_id", valid_values: [...engine.builtins.keys()] });
+      if (!found) throw new OperonError("not_found", `pipeline_id: no built-in pipeline ${JSON.stringify(builtinId)} (built-in: ${[...engine.builtins.keys()].join(", ")})`, { field: "pipeline_id", valid_values: [...engine.builtins.keys()] });
       spec = found;
       source = { kind: "builtin", ref: builtinId };
     } else if (b.spec_file !== undefined) {
@@ -135,7 +135,7 @@ export class PipelineService {
       source = { kind: "inline" };
     }
     const res = await engine.submit({ organization: auth.organization, workspace: ws.id, keyId: auth.keyId, spec, source, input: b.input, ...(name ? { name } : {}), ...(startedBy ? { startedBy } : {}) });
-    if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
+    if (!res.ok) throw res.error;
     return res.run;
   }
 
@@ -158,7 +158,7 @@ export class PipelineService {
 
   builtinDefinition(id: string) {
     const found = this.builtins.get(id);
-    if (!found) throw new ApiError("not_found", `no built-in pipeline ${JSON.stringify(id)}`, { field: "pipeline_id", valid_values: [...this.builtins.keys()] });
+    if (!found) throw new OperonError("not_found", `no built-in pipeline ${JSON.stringify(id)}`, { field: "pipeline_id", valid_values: [...this.builtins.keys()] });
     return { ...definitionView(found, "builtin"), spec: found };
   }
 
@@ -167,7 +167,7 @@ export class PipelineService {
     const ws = await this.deps.access.workspace(auth, workspaceId);
     const { spec, key } = await this.readSpecFile(ws, specFile);
     const v = validateSpec(spec);
-    if (!v.valid) throw new ApiError("validation_failed", `spec_file: ${key} is not a valid spec: ${v.errors.map((e) => `${e.path} ${e.message}`).join("; ")}`, { field: "spec_file", errors: v.errors });
+    if (!v.valid) throw new OperonError("validation_failed", `spec_file: ${key} is not a valid spec: ${v.errors.map((e) => `${e.path} ${e.message}`).join("; ")}`, { field: "spec_file", errors: v.errors });
     return { ...definitionView(spec as PipelineSpec, "workspace"), spec_file: key, spec };
   }
 
@@ -183,7 +183,7 @@ export class PipelineService {
   async stepLog(run: RunRecord, stepId: string, tail?: number): Promise<StepLog> {
     const { engine, store } = this.deps;
     const step = run.steps.find((s) => s.stepId === stepId);
-    if (!step) throw new ApiError("not_found", `step ${JSON.stringify(stepId)} not in run ${run.id}`, { field: "step_id", valid_values: run.steps.map((s) => s.stepId) });
+    if (!step) throw new OperonError("not_found", `step ${JSON.stringify(stepId)} not in run ${run.id}`, { field: "step_id", valid_values: run.steps.map((s) => s.stepId) });
     const key = stepLogKey(run, step.stepId);
     const stored = async (): Promise<StepLog | undefined> => {
       try {
@@ -211,18 +211,18 @@ export class PipelineService {
   async saveSpec(auth: AuthContext, id: string, b: { workspace_id?: string | undefined; name?: string | undefined; overwrite?: boolean | undefined }) {
     const { engine, store, clock, access } = this.deps;
     const run = await this.runOf(auth, id, b.workspace_id);
-    if (run.status !== "completed" && run.status !== "failed") throw new ApiError("conflict", `run ${run.id} is ${run.status}; only completed or failed runs can be saved`);
+    if (run.status !== "completed" && run.status !== "failed") throw new OperonError("conflict", `run ${run.id} is ${run.status}; only completed or failed runs can be saved`);
     const name = b.name ?? run.name;
     const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "pipeline";
     const manifest = RunManifestSchema.parse(buildManifest(run, clock.now()));
     const extracted = extractSpec(manifest, { name, builtinIds: [...engine.builtins.keys()], now: new Date(clock.now()).toISOString() });
-    if (!extracted.ok) throw new ApiError("validation_failed", extracted.errors.map((e) => e.message).join("; "), { errors: extracted.errors });
+    if (!extracted.ok) throw new OperonError("validation_failed", extracted.errors.map((e) => e.message).join("; "), { errors: extracted.errors });
     const ws = await access.workspace(auth, run.workspace);
     const path = `pipelines/specs/${slug}.pipeline.json`;
     try {
       await store.put(`${workspaceRoot(ws.organization, ws.id)}${path}`, JSON.stringify(extracted.spec, null, 2) + "\n", { contentType: "application/json", ...(b.overwrite ? {} : { ifNoneMatch: "*" as const }) });
     } catch (e) {
-      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new ApiError("conflict", `${path} already exists; pass "overwrite": true to replace it`, { path });
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new OperonError("conflict", `${path} already exists; pass "overwrite": true to replace it`, { path });
       throw e;
     }
     return { path, spec: extracted.spec, warnings: extracted.warnings };

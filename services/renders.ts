@@ -12,7 +12,7 @@ import { normalizeWorkspacePath } from "../core/paths.js";
 import { VIEWER_DEFAULT_SECONDS, type ViewerGrant } from "../core/viewers.js";
 import type { Clock, ObjectStore } from "../core/ports.js";
 import type { WorkspaceRecord } from "./store.js";
-import { ApiError, badRequest } from "./service-error.js";
+import { OperonError, badRequest } from "../core/errors.js";
 import { fileKey, type AuthContext, type WorkspaceAccess } from "./access.js";
 import { signGrant } from "./viewer-token.js";
 
@@ -63,17 +63,17 @@ export function renderJobView(deps: Pick<RenderDeps, "clock" | "publicUrl" | "si
 /** Checks a render request and queues its job. */
 export async function submitRender(deps: RenderDeps, auth: AuthContext, b: RenderInput): Promise<RenderJobRecord> {
   const { store, jobs } = deps;
-  if (!(PLOT_TYPES as readonly string[]).includes(b.type)) throw new ApiError("invalid_request", `type: unknown plot type ${JSON.stringify(b.type)}; valid types: ${PLOT_TYPES.join(", ")}`, { field: "type", valid_values: [...PLOT_TYPES] });
+  if (!(PLOT_TYPES as readonly string[]).includes(b.type)) throw new OperonError("invalid_request", `type: unknown plot type ${JSON.stringify(b.type)}; valid types: ${PLOT_TYPES.join(", ")}`, { field: "type", valid_values: [...PLOT_TYPES] });
   const type = b.type as PlotType;
   const format = (b.output_format ?? "png").toLowerCase();
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new ApiError("invalid_request", `output_format: must be png or svg`, { field: "output_format", valid_values: [...OUTPUT_FORMATS] });
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new OperonError("invalid_request", `output_format: must be png or svg`, { field: "output_format", valid_values: [...OUTPUT_FORMATS] });
   const given = b.file_path ?? b.file_key;
   const field = b.file_path !== undefined ? "file_path" : "file_key";
   if (!given) throw badRequest("file_path", "is required");
   const parsed = parsePlotOptions(type, b.options);
   if (!parsed.ok) {
     const first = parsed.errors[0]!;
-    throw new ApiError("invalid_request", parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "), { field: first.path, errors: parsed.errors });
+    throw new OperonError("invalid_request", parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "), { field: first.path, errors: parsed.errors });
   }
   const ws = await deps.access.workspace(auth, b.workspace_id);
   const { key, storageKey } = fileKey(ws, field, given);
@@ -84,11 +84,11 @@ export async function submitRender(deps: RenderDeps, auth: AuthContext, b: Rende
     const v = options[opt];
     if (typeof v !== "string") continue;
     const f = fileKey(ws, `options.${opt}`, v);
-    if (!(await store.head(f.storageKey))) throw new ApiError("not_found", `options.${opt}: ${JSON.stringify(f.key)} not found in workspace ${ws.id}`, { field: `options.${opt}` });
+    if (!(await store.head(f.storageKey))) throw new OperonError("not_found", `options.${opt}: ${JSON.stringify(f.key)} not found in workspace ${ws.id}`, { field: `options.${opt}` });
     options[opt] = f.key;
   }
   const folder = outputFolder(b.output_path);
-  if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found in workspace ${ws.id}`, { field });
+  if (!(await store.head(storageKey))) throw new OperonError("not_found", `file ${JSON.stringify(key)} not found in workspace ${ws.id}`, { field });
   const job = await jobs.submit({ organization: ws.organization, workspace: ws.id, keyId: auth.keyId, type, filePath: key, options, format: format as OutputFormat, outputFolder: folder });
   return job;
 }
@@ -96,7 +96,7 @@ export async function submitRender(deps: RenderDeps, auth: AuthContext, b: Rende
 /** A render job of a workspace the key may use (`workspace_id` finds it at once; without it the key's workspaces are searched). */
 export async function getRenderJob(deps: RenderDeps, auth: AuthContext, id: string, workspaceId?: string): Promise<RenderJobRecord> {
   const { jobs } = deps;
-  const notFound = () => new ApiError("not_found", `render job ${JSON.stringify(id)} not found`);
+  const notFound = () => new OperonError("not_found", `render job ${JSON.stringify(id)} not found`);
   if (!RENDER_ID.test(id)) throw notFound();
   let candidates: WorkspaceRecord[];
   if (workspaceId) candidates = [await deps.access.workspace(auth, workspaceId)];

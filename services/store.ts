@@ -24,6 +24,7 @@ import { readJson, updateJson, writeJson } from "../adapters/json-store.js";
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import type { ObjectStore } from "../core/ports.js";
 import { StoreError } from "../core/ports.js";
+import { OperonError } from "../core/errors.js";
 import { ID_PATTERN } from "../core/ids.js";
 import {
   KEY_RECORDS_PREFIX, KEYS_BY_ORGANIZATION_INDEX_MARKER, conversationActivityEntry, conversationActivityIndexMarker, conversationActivityPrefix, conversationKey, conversationsPrefix,
@@ -110,13 +111,13 @@ export class ServiceStore {
   /* ---------- workspaces ---------- */
   async createWorkspace(organization: string, id: string, name?: string): Promise<WorkspaceRecord> {
     for (const [field, v] of [["org", organization], ["id", id]] as const) {
-      if (!ID_PATTERN.test(v)) throw new Error(`${field} ${JSON.stringify(v)}: use 1-63 letters, digits, _ or -, starting with a letter or digit`);
+      if (!ID_PATTERN.test(v)) throw new OperonError("invalid_request", `${field} ${JSON.stringify(v)}: use 1-63 letters, digits, _ or -, starting with a letter or digit`);
     }
     const rec: WorkspaceRecord = { id, organization, name: name ?? id, created_at: this.now().toISOString() };
     try {
       await writeJson(this.store, workspaceRecordKey(organization, id), rec, true);
     } catch (e) {
-      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new Error(`workspace ${organization}/${id} already exists`, { cause: e });
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new OperonError("conflict", `workspace ${organization}/${id} already exists`, undefined, { cause: e });
       throw e;
     }
     // A new workspace has no conversations stored before the activity index.
@@ -137,10 +138,10 @@ export class ServiceStore {
 
   /* ---------- keys ---------- */
   async createKey(input: { organization: string; scopes: Scope[]; workspaces: string[] | null; name?: string }): Promise<{ record: KeyRecord; key: string }> {
-    if (!ID_PATTERN.test(input.organization)) throw new Error(`org ${JSON.stringify(input.organization)} is not a valid id`);
-    if (input.scopes.length === 0) throw new Error("a key needs at least one scope");
-    for (const s of input.scopes) if (!SCOPES.includes(s)) throw new Error(`unknown scope ${JSON.stringify(s)} (scopes: ${SCOPES.join(", ")})`);
-    for (const w of input.workspaces ?? []) if (!(await this.getWorkspace(input.organization, w))) throw new Error(`workspace ${input.organization}/${w} does not exist`);
+    if (!ID_PATTERN.test(input.organization)) throw new OperonError("invalid_request", `org ${JSON.stringify(input.organization)} is not a valid id`);
+    if (input.scopes.length === 0) throw new OperonError("invalid_request", "a key needs at least one scope");
+    for (const s of input.scopes) if (!SCOPES.includes(s)) throw new OperonError("invalid_request", `unknown scope ${JSON.stringify(s)} (scopes: ${SCOPES.join(", ")})`);
+    for (const w of input.workspaces ?? []) if (!(await this.getWorkspace(input.organization, w))) throw new OperonError("not_found", `workspace ${input.organization}/${w} does not exist`);
     const key = generateKey();
     const record: KeyRecord = {
       id: `key_${randomBytes(8).toString("hex")}`,
@@ -207,7 +208,7 @@ export class ServiceStore {
 
   async saveConversation(rec: ConversationRecord): Promise<void> {
     for (const [field, v] of [["organization", rec.organization], ["workspace_id", rec.workspace_id], ["id", rec.id]] as const) {
-      if (!ID_PATTERN.test(v)) throw new Error(`conversation ${field} ${JSON.stringify(v)} is not a valid id`);
+      if (!ID_PATTERN.test(v)) throw new OperonError("invalid_request", `conversation ${field} ${JSON.stringify(v)} is not a valid id`);
     }
     const key = conversationKey(rec.organization, rec.workspace_id, rec.id);
     const previous = await readJson<ConversationRecord>(this.store, key);

@@ -14,7 +14,7 @@ import { toolRunsRoot, workspaceRoot } from "../core/layout.js";
 import { stepTimeoutMs } from "../core/plan.js";
 import { StoreError, type Clock, type ObjectStore } from "../core/ports.js";
 import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../core/tools/index.js";
-import { ApiError } from "./service-error.js";
+import { OperonError } from "../core/errors.js";
 import type { AuthContext, WorkspaceAccess } from "./access.js";
 import type { Engine } from "../engine/engine.js";
 
@@ -45,14 +45,14 @@ export interface ToolRunDeps { engine: Engine; store: ObjectStore; access: Works
 export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: string, b: { input: Record<string, unknown>; workspace_id?: string | undefined }) {
   const { engine, store, access, clock } = deps;
   const tool = defaultCatalogue.get(toolId);
-  if (!tool) throw new ApiError("not_found", `unknown tool ${JSON.stringify(toolId)}; tools: ${defaultCatalogue.ids.join(", ")}`, { valid_values: [...defaultCatalogue.ids] });
+  if (!tool) throw new OperonError("not_found", `unknown tool ${JSON.stringify(toolId)}; tools: ${defaultCatalogue.ids.join(", ")}`, { valid_values: [...defaultCatalogue.ids] });
   const built = buildInvocation(tool, b.input, { runtime: "local", referenceVolumes: engine.referenceVolumes });
-  if (!built.ok) throw new ApiError("invalid_request", built.errors.map((e) => `input${e.path.replace(/\//g, ".")}: ${e.message}`).join("; "), { errors: built.errors });
-  if (built.invocation.inputs.length > 0 && !b.workspace_id) throw new ApiError("invalid_request", "workspace_id: is required for a tool that reads files", { field: "workspace_id" });
+  if (!built.ok) throw new OperonError("invalid_request", built.errors.map((e) => `input${e.path.replace(/\//g, ".")}: ${e.message}`).join("; "), { errors: built.errors });
+  if (built.invocation.inputs.length > 0 && !b.workspace_id) throw new OperonError("invalid_request", "workspace_id: is required for a tool that reads files", { field: "workspace_id" });
   const ws = b.workspace_id ? await access.workspace(auth, b.workspace_id) : undefined;
   const root = ws ? workspaceRoot(ws.organization, ws.id) : toolRunsRoot(auth.organization);
   for (const i of built.invocation.inputs) {
-    if (!(await store.head(root + i.source))) throw new ApiError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
+    if (!(await store.head(root + i.source))) throw new OperonError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
   }
   if (engine.mode === "cluster") return runAsPipelineRun(store, engine, clock, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
   const now = clock.now();
@@ -61,7 +61,7 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
   let release = engine.ledger.tryAcquire(auth.organization, taskId);
   const deadline = now + SLOT_WAIT_MS;
   while (!release) {
-    if (clock.now() > deadline) throw new ApiError("unavailable", "no compute slot became free in time; retry later");
+    if (clock.now() > deadline) throw new OperonError("unavailable", "no compute slot became free in time; retry later");
     await new Promise((res) => setTimeout(res, 50));
     release = engine.ledger.tryAcquire(auth.organization, taskId);
   }
@@ -105,15 +105,15 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
  * request waits for it to finish and answers in the same shape as embedded mode.
  */
 async function runAsPipelineRun(store: ObjectStore, engine: Engine, clock: Clock, t: { organization: string; keyId: string; workspace: string | undefined; root: string; toolId: string; input: Record<string, unknown>; stdout: string | undefined }) {
-  if (!t.workspace) throw new ApiError("invalid_request", "workspace_id: is required for tool runs in cluster mode (the run's files are kept in a workspace)", { field: "workspace_id" });
+  if (!t.workspace) throw new OperonError("invalid_request", "workspace_id: is required for tool runs in cluster mode (the run's files are kept in a workspace)", { field: "workspace_id" });
   const spec = { id: `tool-${t.toolId}`, name: `${t.toolId} (tool run)`, steps: [{ stepId: "run", toolName: t.toolId, parameters: t.input }] };
   const res = await engine.submit({ organization: t.organization, workspace: t.workspace, keyId: t.keyId, spec, source: { kind: "inline" }, input: {}, name: spec.name });
-  if (!res.ok) throw new ApiError(res.status === 422 ? "validation_failed" : "invalid_request", res.message, { errors: res.errors });
+  if (!res.ok) throw res.error;
   const id = res.run.id;
   const deadline = clock.now() + SLOT_WAIT_MS + stepTimeoutMs({ stepId: "run" });
   let run = res.run;
   while (!isFinal(run.status)) {
-    if (clock.now() > deadline) throw new ApiError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
+    if (clock.now() > deadline) throw new OperonError("unavailable", `tool run ${id} did not finish in time; follow it with GET /v1/pipelines/${id}`);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, 1000);
       const unwatch = engine.runs.watch((changed) => { if (changed === id) done(); });

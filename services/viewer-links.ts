@@ -4,7 +4,7 @@
  */
 import { detectViewer, KNOWN_EXTENSIONS, parseRegion, VIEWER_FORMATS, type FileGrant, type ViewerFormat } from "../core/viewers.js";
 import type { Clock, ObjectStore } from "../core/ports.js";
-import { ApiError, badRequest } from "./service-error.js";
+import { OperonError, badRequest } from "../core/errors.js";
 import { fileKey, type AuthContext, type WorkspaceAccess } from "./access.js";
 import { signGrant } from "./viewer-token.js";
 
@@ -28,14 +28,14 @@ export async function createViewerLink(deps: ViewerLinkDeps, auth: AuthContext, 
   if (!given) throw badRequest("file_path", "is required");
   let format: ViewerFormat | undefined;
   if (b.format !== undefined) {
-    if (!(VIEWER_FORMATS as readonly string[]).includes(b.format)) throw new ApiError("invalid_request", `format: must be one of ${VIEWER_FORMATS.join(", ")}`, { field: "format", valid_values: [...VIEWER_FORMATS] });
+    if (!(VIEWER_FORMATS as readonly string[]).includes(b.format)) throw new OperonError("invalid_request", `format: must be one of ${VIEWER_FORMATS.join(", ")}`, { field: "format", valid_values: [...VIEWER_FORMATS] });
     format = b.format as ViewerFormat;
   }
   const ws = await access.workspace(auth, b.workspace_id);
   const { key, storageKey } = fileKey(ws, field, given);
   const detected = detectViewer(key, format);
   if (!detected) {
-    throw new ApiError("invalid_request", `format: no viewer for ${JSON.stringify(key.split("/").pop())}; give \`format\` (one of ${VIEWER_FORMATS.join(", ")}) or use a known extension (${KNOWN_EXTENSIONS.join(" ")})`, { field: "format", valid_values: [...VIEWER_FORMATS] });
+    throw new OperonError("invalid_request", `format: no viewer for ${JSON.stringify(key.split("/").pop())}; give \`format\` (one of ${VIEWER_FORMATS.join(", ")}) or use a known extension (${KNOWN_EXTENSIONS.join(" ")})`, { field: "format", valid_values: [...VIEWER_FORMATS] });
   }
   let region: string | undefined;
   if (b.region !== undefined) {
@@ -48,11 +48,11 @@ export async function createViewerLink(deps: ViewerLinkDeps, auth: AuthContext, 
     const ref = fileKey(ws, "reference", b.reference);
     const d = detectViewer(ref.key);
     if (d?.subtype !== "fasta") throw badRequest("reference", "must be a FASTA file (.fa, .fasta, .fna, optionally .gz)");
-    if (!(await store.head(ref.storageKey))) throw new ApiError("not_found", `reference ${JSON.stringify(ref.key)} not found`, { field: "reference" });
+    if (!(await store.head(ref.storageKey))) throw new OperonError("not_found", `reference ${JSON.stringify(ref.key)} not found`, { field: "reference" });
     reference = ref.key;
   }
   if (detected.subtype === "cram" && !reference) throw badRequest("reference", "a CRAM file is shown with its reference FASTA: give `reference`");
-  if (!(await store.head(storageKey))) throw new ApiError("not_found", `file ${JSON.stringify(key)} not found`, { field });
+  if (!(await store.head(storageKey))) throw new OperonError("not_found", `file ${JSON.stringify(key)} not found`, { field });
   const exp = Math.floor(clock.now() / 1000) + b.expires_in;
   const grant: FileGrant = { v: 1, o: ws.organization, w: ws.id, k: key, f: detected.format, exp, ...(reference ? { r: reference } : {}), ...(region ? { g: region } : {}) };
   const token = signGrant(deps.signingSecret, grant);

@@ -7,6 +7,7 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { isViewerGrant, type ViewerGrant } from "../core/viewers.js";
+import { OperonError } from "../core/errors.js";
 
 const keys = new Map<string, Buffer>();
 function linkKey(secret: string): Buffer {
@@ -22,13 +23,14 @@ export function signGrant(secret: string, grant: ViewerGrant): string {
   return `${payload}.${mac(secret, payload).toString("base64url")}`;
 }
 
-export type GrantCheck = { ok: true; grant: ViewerGrant } | { ok: false; status: 403 | 410; reason: string };
+/** A token's grant, or why not: `forbidden` (altered, cut short, not a grant) or `gone` (expired). */
+export type GrantCheck = { ok: true; grant: ViewerGrant } | { ok: false; error: OperonError };
 
 /** Longest token accepted (a grant with two 1024-character keys fits well within it). */
 export const MAX_TOKEN_CHARS = 4096;
 
 export function verifyGrant(secret: string, token: string, nowMs: number): GrantCheck {
-  const tampered = { ok: false as const, status: 403 as const, reason: "this viewer link is not valid (it may have been altered or cut short)" };
+  const tampered = { ok: false as const, error: new OperonError("forbidden", "this viewer link is not valid (it may have been altered or cut short)") };
   if (typeof token !== "string" || token.length > MAX_TOKEN_CHARS) return tampered;
   const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(token);
   if (!m) return tampered;
@@ -38,6 +40,6 @@ export function verifyGrant(secret: string, token: string, nowMs: number): Grant
   let grant: unknown;
   try { grant = JSON.parse(Buffer.from(m[1] as string, "base64url").toString("utf8")); } catch { return tampered; }
   if (!isViewerGrant(grant)) return tampered;
-  if (grant.exp * 1000 <= nowMs) return { ok: false, status: 410, reason: `this viewer link expired at ${new Date(grant.exp * 1000).toISOString()}; ask for a new one` };
+  if (grant.exp * 1000 <= nowMs) return { ok: false, error: new OperonError("gone", `this viewer link expired at ${new Date(grant.exp * 1000).toISOString()}; ask for a new one`) };
   return { ok: true, grant };
 }

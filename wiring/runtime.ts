@@ -20,6 +20,7 @@ import { createKubeClient, type KubeClient } from "../adapters/kubernetes/client
 import { createKubeRunStore, type KubeRunStore } from "../adapters/kubernetes/run-store.js";
 import { createEngine, type Engine } from "../engine/engine.js";
 import { SCOPES, ServiceStore } from "../services/store.js";
+import { messageOf } from "../core/errors.js";
 
 /** The signing secret: configured, or generated once and kept in the data dir (embedded). */
 async function signingSecret(config: Config): Promise<string> {
@@ -152,7 +153,7 @@ export async function loadStepPodConfig(path: string | undefined): Promise<StepP
   try {
     text = await readFile(path, "utf8");
   } catch (e) {
-    throw new Error(`invalid configuration: OPERON_STEP_POD_CONFIG: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? errText(e)}`, { cause: e });
+    throw new Error(`invalid configuration: OPERON_STEP_POD_CONFIG: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? messageOf(e)}`, { cause: e });
   }
   const r = parseStepPodConfig(text);
   if (!r.ok) throw new Error(`invalid configuration: OPERON_STEP_POD_CONFIG: ${path}: ${r.message}`);
@@ -182,10 +183,9 @@ export async function createApiServerClusterEngine(config: Config, store: Object
   // Submission refuses what the operator would (above maxResources, a tool without an image).
   const stepPods = opts.stepPods ?? await loadStepPodConfig(config.OPERON_STEP_POD_CONFIG);
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-api-server" });
-  const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${errText(e)}`) });
+  const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${messageOf(e)}`) });
   await runs.start();
   const engine = createEngine({ mode: "cluster", runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, log: opts.log });
   return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); client.close(); } };
 }
 
-const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -30,6 +30,13 @@ export class KubeTimeoutError extends Error {
   }
 }
 
+/** An aborted signal's reason, when it is an Error. */
+function reasonOf(signal: AbortSignal | undefined): Error | undefined {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error) return reason;
+  return undefined;
+}
+
 export const isNotFound = (e: unknown) => e instanceof KubeError && e.status === 404;
 export const isConflict = (e: unknown) => e instanceof KubeError && e.status === 409 && e.reason !== "AlreadyExists";
 export const isAlreadyExists = (e: unknown) => e instanceof KubeError && e.status === 409 && e.reason === "AlreadyExists";
@@ -151,7 +158,8 @@ export async function createKubeClient(opts: KubeClientOptions = {}): Promise<Ku
         req.destroy(e);
         res?.destroy(e);
       };
-      const onAbort = () => fail(signal?.reason instanceof Error ? signal.reason : new Error(`${method} ${path}: aborted`));
+      // The signal's own reason when it is an Error, else a plain "aborted".
+      const onAbort = () => fail(reasonOf(signal) ?? new Error(`${method} ${path}: aborted`));
       const timer = setTimeout(() => fail(new KubeTimeoutError(method, path, timeoutMs)), Math.max(1, timeoutMs - (Date.now() - started)));
       const req = (tls ? httpsRequest : httpRequest)(options, (r) => {
         res = r;

@@ -15,6 +15,7 @@
  * On a clean stop a leader releases the Lease.
  */
 import { isAlreadyExists, isConflict, isNotFound, paths, type KubeClient } from "./client.js";
+import { messageOf } from "../../core/errors.js";
 
 interface Lease {
   apiVersion?: string;
@@ -40,7 +41,6 @@ export interface LeaderElectionOptions {
 }
 
 const micro = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
-const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** What one attempt to take or renew the Lease found. */
 type Attempt = "ours" | "held" | "failed";
@@ -104,7 +104,7 @@ export class LeaderElector {
     while (!this.stopped) {
       await this.pause(this.retryPeriodMs);
       if (this.stopped) break;
-      if (failedStart) { why = `start-up failed: ${errText(startFailed)}`; break; }
+      if (failedStart) { why = `start-up failed: ${messageOf(startFailed)}`; break; }
       const at = this.now();
       const deadline = lastRenew + this.renewDeadlineMs;
       if (at >= deadline) { why = `not renewed within ${this.renewDeadlineMs} ms`; break; }
@@ -113,7 +113,7 @@ export class LeaderElector {
       if (r === "ours") lastRenew = at;
       else if (r === "held") { why = "another replica holds the Lease"; break; }
       else if (this.now() >= deadline) { why = `not renewed within ${this.renewDeadlineMs} ms`; break; }
-      if (failedStart) { why = `start-up failed: ${errText(startFailed)}`; break; }
+      if (failedStart) { why = `start-up failed: ${messageOf(startFailed)}`; break; }
     }
     if (this.stopped) return; // stop() releases the Lease
     this.leading = false;

@@ -29,6 +29,7 @@ import { REFERENCE_ROOT } from "../../core/references.js";
 import { ChecksumCache, checksumReferences } from "../references.js";
 import { copyInputs, locateInputs, makeDirs, publishOutputs } from "../staging.js";
 import { SANDBOX_PASSWD, SANDBOX_TMP, SANDBOX_WORKDIR, bwrapArgv, type SandboxBind } from "./sandbox.js";
+import { messageOf } from "../../core/errors.js";
 
 const KILL_GRACE_MS = 5000;
 const LOG_TAIL = 2000;
@@ -99,7 +100,6 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): ProcessExec
   let stopping = false;
   /** A message for the step record and clients: no server path in it. */
   const scrub = (e: Entry, m: string) => m.split(`${e.dir}/work/`).join("").split(`${e.dir}/`).join("").split(e.dir).join("<step>").split(opts.dataDir).join("<data dir>");
-  const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
   const stepsOf = (runId: string) => { let m = runs.get(runId); if (!m) { m = new Map(); runs.set(runId, m); } return m; };
   const changed = (runId: string) => events.emit("change", runId);
@@ -328,7 +328,7 @@ export function createProcessExecutor(opts: ProcessExecutorOptions): ProcessExec
       const outputs = await publishOutputs(opts.store, { runRoot: task.runRoot, outputs: task.invocation.outputs }, d.work);
       await finish({ phase: "completed", exitCode: 0, outputs });
     } catch (err) {
-      await finish({ phase: "failed", exitCode: 0, message: err instanceof Error ? err.message : String(err) });
+      await finish({ phase: "failed", exitCode: 0, message: messageOf(err) });
     }
   }
 

@@ -11,6 +11,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { messageOf } from "../../core/errors.js";
 
 /** Where the step's working directory appears inside the sandbox. */
 export const SANDBOX_WORKDIR = "/work";
@@ -67,7 +68,7 @@ export function probeSandbox(tmpDir: string, passwdFile: string, bwrap = "bwrap"
     try {
       child = spawn(argv[0] as string, argv.slice(1), { stdio: ["ignore", "ignore", "pipe"], timeout: 20_000 });
     } catch (e) {
-      resolve({ ok: false, reason: e instanceof Error ? e.message : String(e) });
+      resolve({ ok: false, reason: messageOf(e) });
       return;
     }
     child.stderr.on("data", (d: Buffer) => { err += d.toString(); });

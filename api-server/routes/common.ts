@@ -1,13 +1,13 @@
 /** Helpers shared by the route plugins: workspace keys, list envelopes, stream reading. */
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError } from "../errors.js";
+import { OperonError } from "../../core/errors.js";
 import type { AuthContext } from "../auth.js";
 
 export { fileKey } from "../../services/access.js";
 
 export function requireAuth(req: Pick<FastifyRequest, "auth">): AuthContext {
-  if (!req.auth) throw new ApiError("unauthorized", "an API key is required");
+  if (!req.auth) throw new OperonError("unauthorized", "an API key is required");
   return req.auth;
 }
 

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { ApiError } from "../errors.js";
+import { OperonError } from "../../core/errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf } from "../openapi.js";
 import { listEnvelope, requireAuth, workspaceId } from "./common.js";
 
@@ -34,7 +34,7 @@ export async function conversationRoutes(app: FastifyInstance): Promise<void> {
     const auth = requireAuth(req);
     const ws = await app.operon.auth.workspace(auth, req.query.workspace_id);
     const page = await app.operon.deps.service.listConversations(ws.organization, ws.id, req.query.limit, req.query.before);
-    if (!page) throw new ApiError("invalid_request", `before: conversation ${JSON.stringify(req.query.before)} is not in this workspace`, { field: "before" });
+    if (!page) throw new OperonError("invalid_request", `before: conversation ${JSON.stringify(req.query.before)} is not in this workspace`, { field: "before" });
     const data = page.items.map((c) => ({ id: c.id, title: c.title, message_count: c.messages.length, created_at: c.created_at, updated_at: c.updated_at }));
     const last = data[data.length - 1];
     return listEnvelope(data, page.hasMore, page.hasMore && last ? last.id : null);
@@ -52,7 +52,7 @@ export async function conversationRoutes(app: FastifyInstance): Promise<void> {
     const auth = requireAuth(req);
     const ws = await app.operon.auth.workspace(auth, req.query.workspace_id);
     const c = await app.operon.deps.service.getConversation(ws.organization, ws.id, req.params.id);
-    if (!c) throw new ApiError("not_found", `conversation ${JSON.stringify(req.params.id)} not found in workspace ${JSON.stringify(ws.id)}`);
+    if (!c) throw new OperonError("not_found", `conversation ${JSON.stringify(req.params.id)} not found in workspace ${JSON.stringify(ws.id)}`);
     return { data: { id: c.id, title: c.title, message_count: c.messages.length, created_at: c.created_at, updated_at: c.updated_at, messages: c.messages } };
   });
 }

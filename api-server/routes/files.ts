@@ -10,7 +10,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { StoreError } from "../../core/ports.js";
 import { confirmUpload, createUploadUrl, deleteFile, downloadLink, listFiles, listingRange, uploadFile, uploadSweeper, type FileView } from "../../services/files.js";
-import { ApiError, badRequest } from "../errors.js";
+import { OperonError, badRequest, messageOf } from "../../core/errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import { workspaceRoot } from "../../core/layout.js";
 import { listEnvelope, requireAuth, workspaceId } from "./common.js";
@@ -65,7 +65,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   // What spent upload URLs leave behind is swept lazily, by upload-url requests (services/files.ts uploadSweeper).
   const sweeper = uploadSweeper(store, clock, (e: unknown) => { app.log.warn({ err: e }, "sweeping spent upload URLs failed"); });
   app.addHook("onClose", async () => { await sweeper.settled(); });
-  const tooLarge = () => new ApiError("payload_too_large", `uploads through this endpoint are limited to ${opts.maxUploadBytes} bytes; use POST /v1/files/upload-url for larger files`);
+  const tooLarge = () => new OperonError("payload_too_large", `uploads through this endpoint are limited to ${opts.maxUploadBytes} bytes; use POST /v1/files/upload-url for larger files`);
 
   await app.register(multipart, {
     limits: { fileSize: opts.maxUploadBytes + 1, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
@@ -129,7 +129,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       response: { 201: jsonResponse(dataOf(FileSchema), "The file, stored."), ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503) },
     },
   }, async (req, reply) => {
-    if (!req.isMultipart()) throw new ApiError("unsupported_media_type", "use multipart/form-data with a `file` part");
+    if (!req.isMultipart()) throw new OperonError("unsupported_media_type", "use multipart/form-data with a `file` part");
     const auth = requireAuth(req);
     const fields: Record<string, string | undefined> = { ...req.query };
     let stored: FileView | undefined;
@@ -159,9 +159,9 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     } catch (e) {
       if ((e as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
       // The store's own failures (a file system error) are the server's, not a malformed body.
-      if (e instanceof ApiError || e instanceof StoreError || typeof (e as NodeJS.ErrnoException).syscall === "string") throw e;
+      if (e instanceof OperonError || e instanceof StoreError || typeof (e as NodeJS.ErrnoException).syscall === "string") throw e;
       // Anything else raised while reading the parts is a malformed multipart body.
-      throw new ApiError("invalid_request", `malformed multipart/form-data body: ${e instanceof Error ? e.message : String(e)}`);
+      throw new OperonError("invalid_request", `malformed multipart/form-data body: ${messageOf(e)}`);
     } finally {
       req.raw.off("close", onClose);
     }

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { RunPosition } from "../../core/ports.js";
 import { RUN_ID } from "../../core/ids.js";
 import { positionOf } from "../../core/run-order.js";
-import { badRequest } from "../errors.js";
+import { badRequest } from "../../core/errors.js";
 import { IssueSchema, PipelineSpecRef, dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import type { Engine } from "../../engine/engine.js";
 import { PipelineService, runView } from "../../services/pipelines.js";

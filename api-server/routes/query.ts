@@ -10,7 +10,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { QueryDeps } from "../../assistant/query.js";
 import { TurnRegistry, type RunningTurn } from "../../assistant/turns.js";
-import { ApiError } from "../errors.js";
+import { OperonError } from "../../core/errors.js";
 import { dataOf, errorResponses, jsonResponse, untypedReply } from "../openapi.js";
 import { requireAuth } from "./common.js";
 
@@ -95,7 +95,7 @@ export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps
     const auth = requireAuth(req);
     const b = req.body;
     const prompt = b.prompt ?? b.query ?? b.message;
-    if (prompt === undefined) throw new ApiError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
+    if (prompt === undefined) throw new OperonError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
     // The turn is not tied to the connection: a client that goes away does not stop it, and it is recorded.
     const turn = await turns.start(opts.query, auth, { prompt, workspace_id: b.workspace_id, conversation_id: b.conversation_id, require_confirmation: b.require_confirmation }, (err) => req.log.error({ err }, "assistant turn failed"));
     return { data: await turn.next() };
@@ -118,7 +118,7 @@ export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps
       if (running) return sendEvents(reply, running, after, keepAliveMs);
     }
     const prompt = b.prompt ?? b.query ?? b.message;
-    if (prompt === undefined) throw new ApiError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
+    if (prompt === undefined) throw new OperonError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
     const turn = await turns.start(opts.query, auth, { prompt, workspace_id: b.workspace_id, conversation_id: b.conversation_id, require_confirmation: b.require_confirmation, stream: true }, (err) => req.log.error({ err }, "assistant turn failed"));
     return sendEvents(reply, turn, 0, keepAliveMs);
   });
@@ -137,7 +137,7 @@ export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps
   }, async (req, reply) => {
     const auth = requireAuth(req);
     const turn = turns.get(auth, req.query.conversation_id);
-    if (!turn) throw new ApiError("not_found", `conversation_id: no running turn for conversation ${JSON.stringify(req.query.conversation_id)}`, { field: "conversation_id" });
+    if (!turn) throw new OperonError("not_found", `conversation_id: no running turn for conversation ${JSON.stringify(req.query.conversation_id)}`, { field: "conversation_id" });
     return sendEvents(reply, turn, lastEventId(req, req.query.last_event_id), keepAliveMs);
   });
 
@@ -169,7 +169,7 @@ export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps
     },
   }, async (req) => {
     const auth = requireAuth(req);
-    if (!turns.stop(auth, req.body.conversation_id)) throw new ApiError("not_found", `conversation_id: no running turn for conversation ${JSON.stringify(req.body.conversation_id)}`, { field: "conversation_id" });
+    if (!turns.stop(auth, req.body.conversation_id)) throw new OperonError("not_found", `conversation_id: no running turn for conversation ${JSON.stringify(req.body.conversation_id)}`, { field: "conversation_id" });
     return { data: { conversation_id: req.body.conversation_id, stopped: true as const } };
   });
 }

@@ -13,7 +13,7 @@ import { PLOT_TYPES } from "../../plots/options.js";
 import { OUTPUT_FORMATS, RENDER_ID, RENDER_STATUSES, type RenderJobRecord } from "../../plots/render-job.js";
 import type { RenderQueue } from "../../services/renders.js";
 import { getRenderJob, renderJobView, submitRender } from "../../services/renders.js";
-import { badRequest } from "../errors.js";
+import { badRequest } from "../../core/errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
 import { listEnvelope, requireAuth, workspaceId } from "./common.js";
 

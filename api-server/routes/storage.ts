@@ -9,20 +9,20 @@ import { Transform, pipeline } from "node:stream";
 import { isSystemKey, presignedPutClaimKey } from "../../core/layout.js";
 import { StoreError, type ByteStream } from "../../core/ports.js";
 import { PRESIGNED_PATH, verifyPresigned } from "../../adapters/local/presign.js";
-import { ApiError } from "../errors.js";
+import { OperonError } from "../../core/errors.js";
 import { sendObject } from "../byte-range.js";
 import { MAX_PRESIGNED_PUT_BYTES } from "./files.js";
 
 /** A body whose length is not the size the URL was issued for. */
 const wrongLength = (size: number, got: number) =>
-  new ApiError("invalid_request", `this upload URL takes exactly ${size} bytes (the size given to upload-url); the body has ${got > size ? "more" : got}`, { field: "size" });
+  new OperonError("invalid_request", `this upload URL takes exactly ${size} bytes (the size given to upload-url); the body has ${got > size ? "more" : got}`, { field: "size" });
 
 export async function storageRoutes(app: FastifyInstance): Promise<void> {
   const { store, config, clock } = app.operon.deps;
   const check = (method: "GET" | "PUT", query: unknown) => {
     const r = verifyPresigned(config.signingSecret, method, (query ?? {}) as Record<string, unknown>, clock.now());
-    if (!r.ok) throw new ApiError("forbidden", r.reason);
-    if (isSystemKey(r.key)) throw new ApiError("forbidden", "not a file key");
+    if (!r.ok) throw new OperonError("forbidden", r.reason);
+    if (isSystemKey(r.key)) throw new OperonError("forbidden", "not a file key");
     return r;
   };
 
@@ -36,14 +36,14 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.put(PRESIGNED_PATH, { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
     const r = check("PUT", req.query);
     const ctype = req.headers["content-type"];
-    if (r.contentType && ctype !== r.contentType) throw new ApiError("forbidden", `this URL is signed for Content-Type ${r.contentType}`);
+    if (r.contentType && ctype !== r.contentType) throw new OperonError("forbidden", `this URL is signed for Content-Type ${r.contentType}`);
     const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
     if (r.size !== undefined && declared !== undefined && declared !== r.size) throw wrongLength(r.size, declared);
     const claim = presignedPutClaimKey(r.signature);
     try {
       await store.put(claim, "", { ifNoneMatch: "*" });
     } catch (e) {
-      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new ApiError("conflict", "this upload URL has already been used: ask POST /v1/files/upload-url for a new one");
+      if (e instanceof StoreError && e.code === "PreconditionFailed") throw new OperonError("conflict", "this upload URL has already been used: ask POST /v1/files/upload-url for a new one");
       throw e;
     }
     let received = 0;
@@ -68,7 +68,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
       return reply.status(200).send();
     } catch (e) {
       await store.delete(claim).catch(() => undefined);
-      if (e instanceof StoreError && e.code === "TooLarge") throw r.size !== undefined ? wrongLength(r.size, received) : new ApiError("payload_too_large", `a presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes`);
+      if (e instanceof StoreError && e.code === "TooLarge") throw r.size !== undefined ? wrongLength(r.size, received) : new OperonError("payload_too_large", `a presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes`);
       throw e;
     }
   });

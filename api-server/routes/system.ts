@@ -2,7 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { ApiError } from "../errors.js";
+import { OperonError, messageOf } from "../../core/errors.js";
 import { OPENAPI_PATH, PUBLIC, errorResponses, jsonResponse, untypedReply } from "../openapi.js";
 
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
@@ -27,7 +27,7 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
     try {
       await app.operon.deps.store.ping();
     } catch (e) {
-      throw new ApiError("unavailable", `object storage is not reachable: ${e instanceof Error ? e.message : String(e)}`);
+      throw new OperonError("unavailable", `object storage is not reachable: ${messageOf(e)}`);
     }
     return { status: "ready" as const };
   });

@@ -12,11 +12,12 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { detectViewer, VIEWER_DEFAULT_SECONDS, VIEWER_FORMATS, VIEWER_KIND, VIEWER_MAX_SECONDS, type FileGrant, isFileGrant, type ViewerGrant } from "../../core/viewers.js";
 import { workspaceRoot as workspaceRootKey } from "../../core/layout.js";
-import { DATA_NAMES, ViewerData, ViewerDataError, type DataName, type ViewerDataDeps } from "../../media/viewer-data.js";
+import { DATA_NAMES, ViewerData, type DataName, type ViewerDataDeps } from "../../media/viewer-data.js";
 import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
 import { ReaderPool, type ReaderPoolOptions } from "../../media/readers/pool.js";
 import { organizationSlots } from "../../wiring/slots.js";
-import { ApiError } from "../errors.js";
+import { OperonError } from "../../core/errors.js";
+import { HTTP_STATUS } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
 import { sendObject } from "../byte-range.js";
 import { verifyGrant } from "../../services/viewer-token.js";
@@ -36,21 +37,15 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
   const grantOf = (token: string) => verifyGrant(config.signingSecret, token, clock.now());
   const anyGrant = (token: string): ViewerGrant => {
     const g = grantOf(token);
-    if (!g.ok) throw new ApiError(g.status === 410 ? "gone" : "forbidden", g.reason);
+    if (!g.ok) throw g.error;
     return g.grant;
   };
   /** A file viewer's grant; a chart preview's grant opens nothing but its image. */
   const apiGrant = (token: string): FileGrant => {
     const g = anyGrant(token);
-    if (!isFileGrant(g)) throw new ApiError("not_found", "this link shows an image only");
+    if (!isFileGrant(g)) throw new OperonError("not_found", "this link shows an image only");
     return g;
   };
-  const dataError = (e: unknown) => {
-    if (e instanceof ViewerDataError) return new ApiError(e.code === "not_found" ? "not_found" : "validation_failed", e.message);
-    return e;
-  };
-  /** What the server prepared for a link (an unreadable file is the API's 404 or 422). */
-  const prepared = (grant: FileGrant) => data.prepare(grant).catch((e: unknown) => { throw dataError(e); });
 
   r.post("/v1/visualizations/viewer-url", {
     config: { scope: "files" },
@@ -92,7 +87,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
 
   app.get<{ Params: { token: string } }>("/view/:token", { config: { scope: "public" }, schema: { hide: true } }, async (req, reply) => {
     const g = grantOf(req.params.token);
-    if (!g.ok) return problemPage(reply, g.status, g.status === 410 ? "This viewer link has expired" : "This viewer link is not valid", g.reason);
+    if (!g.ok) return problemPage(reply, HTTP_STATUS[g.error.code], g.error.code === "gone" ? "This viewer link has expired" : "This viewer link is not valid", g.error.message);
     const grant = g.grant;
     if (!isFileGrant(grant)) return imagePage(reply, store, grant);
     const info = await store.head(data.key(grant, grant.k));
@@ -107,7 +102,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
 
   r.get("/view/:token/meta", { config: { scope: "public" }, schema: { hide: true, params: z.object({ token: z.string().max(8192) }) } }, async (req, reply) => {
     const grant = apiGrant(req.params.token);
-    const view = await prepared(grant);
+    const view = await data.prepare(grant);
     const { files, ...rest } = view;
     void reply.header("cache-control", "private, no-store");
     return { data: { ...rest, expiresAt: new Date(grant.exp * 1000).toISOString(), data: Object.fromEntries(DATA_NAMES.filter((n) => files[n]).map((n) => [n, `data/${n}`])) } };
@@ -117,16 +112,16 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     const any = anyGrant(req.params.token);
     if (!isFileGrant(any)) {
       // A chart preview: its one image. SVG is served so that nothing in it can run (CSP sandbox).
-      if (req.params.name !== "primary") throw new ApiError("not_found", "no such data for this link");
+      if (req.params.name !== "primary") throw new OperonError("not_found", "no such data for this link");
       const svg = any.k.toLowerCase().endsWith(".svg");
       const maxAge = Math.max(0, Math.min(3600, any.exp - Math.floor(clock.now() / 1000)));
       return sendObject(reply, store, `${workspaceRootKey(any.o, any.w)}${any.k}`, req.headers.range, { contentType: svg ? "image/svg+xml" : "image/png", headers: { "cache-control": `private, max-age=${maxAge}`, "x-content-type-options": "nosniff", "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox" } });
     }
     const grant = any;
-    if (!(DATA_NAMES as readonly string[]).includes(req.params.name)) throw new ApiError("not_found", "no such data for this link");
-    const view = await prepared(grant);
+    if (!(DATA_NAMES as readonly string[]).includes(req.params.name)) throw new OperonError("not_found", "no such data for this link");
+    const view = await data.prepare(grant);
     const key = view.files[req.params.name as DataName];
-    if (!key) throw new ApiError("not_found", "no such data for this link");
+    if (!key) throw new OperonError("not_found", "no such data for this link");
     const maxAge = Math.max(0, Math.min(3600, grant.exp - Math.floor(clock.now() / 1000)));
     const text = /\.(fa|fasta|fna|fai)$/i.test(key) || (view.kind === "structure") || (view.kind === "variant" && !view.track?.indexed);
     return sendObject(reply, store, key, req.headers.range, { contentType: text ? "text/plain; charset=utf-8" : "application/octet-stream", headers: { "cache-control": `private, max-age=${maxAge}` }, userContent: true });
@@ -134,8 +129,8 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
 
   r.get("/view/:token/chrom.sizes", { config: { scope: "public" }, schema: { hide: true, params: z.object({ token: z.string().max(8192) }) } }, async (req, reply) => {
     const grant = apiGrant(req.params.token);
-    const view = await prepared(grant);
-    if (!view.chromSizes) throw new ApiError("not_found", "no chromosome sizes for this link");
+    const view = await data.prepare(grant);
+    if (!view.chromSizes) throw new OperonError("not_found", "no chromosome sizes for this link");
     return reply.type("text/plain; charset=utf-8").header("cache-control", "private, no-store").send(view.chromSizes);
   });
 
@@ -154,9 +149,9 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     },
   }, async (req, reply) => {
     const grant = apiGrant(req.params.token);
-    if (grant.f !== "csv") throw new ApiError("not_found", "this link is not a table");
+    if (grant.f !== "csv") throw new OperonError("not_found", "this link is not a table");
     const q = req.query;
-    const page = await data.rows(grant, { offset: q.offset, limit: q.limit, dir: q.dir, ...(q.sort !== undefined ? { sort: q.sort } : {}), ...(q.filter ? { filter: q.filter } : {}) }).catch((e: unknown) => { throw dataError(e); });
+    const page = await data.rows(grant, { offset: q.offset, limit: q.limit, dir: q.dir, ...(q.sort !== undefined ? { sort: q.sort } : {}), ...(q.filter ? { filter: q.filter } : {}) });
     void reply.header("cache-control", "private, no-store");
     return { data: page };
   });
@@ -166,8 +161,8 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
     schema: { hide: true, params: z.object({ token: z.string().max(8192) }), querystring: z.object({ offset: z.coerce.number().int().min(0).max(1e7).default(0), limit: z.coerce.number().int().min(1).max(500).default(50) }) },
   }, async (req, reply) => {
     const grant = apiGrant(req.params.token);
-    if (detectViewer(grant.k, grant.f)?.subtype !== "fastq") throw new ApiError("not_found", "this link is not a FASTQ file");
-    const reads = await data.reads(grant, req.query.offset, req.query.limit).catch((e: unknown) => { throw dataError(e); });
+    if (detectViewer(grant.k, grant.f)?.subtype !== "fastq") throw new OperonError("not_found", "this link is not a FASTQ file");
+    const reads = await data.reads(grant, req.query.offset, req.query.limit);
     void reply.header("cache-control", "private, no-store");
     return { data: reads };
   });

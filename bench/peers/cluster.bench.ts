@@ -238,7 +238,7 @@ async function runOperon(env: TestEnv): Promise<Omit<Result, "writes">> {
     const submit = async (organization: string) => {
       const at = Date.now();
       const r = await api.engine.submit({ organization, workspace: "ws1", keyId: "key_bench", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: dag });
-      if (!r.ok) throw new Error(`submit: ${r.message}`);
+      if (!r.ok) throw new Error(`submit: ${r.error.message}`);
       submittedAt.set(r.run.id, at);
       return r.run.id;
     };

@@ -26,6 +26,7 @@ import { pointer } from "../issues.js";
 import { QUANTITY, QUANTITY_MESSAGE, compareQuantities, quantityValue } from "../quantity.js";
 import type { PipelineSpec, StepResources } from "../spec/schema.js";
 import { defaultCatalogue, resolveCommand, type ToolCatalogue, type ToolDefinition, type ToolResources } from "../tools/index.js";
+import { messageOf } from "../errors.js";
 
 /* ------------------------------------------------------------------ the configuration */
 
@@ -146,7 +147,7 @@ export function parseStepPodConfig(text: string, tools: ToolCatalogue = defaultC
   try {
     raw = text.trim() === "" ? null : JSON.parse(text);
   } catch (e) {
-    return { ok: false, message: `not valid JSON: ${e instanceof Error ? e.message : String(e)}` };
+    return { ok: false, message: `not valid JSON: ${messageOf(e)}` };
   }
   const schema = tools === defaultCatalogue ? StepPodConfigSchema : configSchema(tools);
   const r = schema.safeParse(raw ?? {});

@@ -12,6 +12,7 @@ import { IssueList, closest, pointer, type ValidationResult } from "../issues.js
 import { buildInvocation, defaultCatalogue, missingParameters, resolveCommand, zodIssues, type ToolCatalogue, type ToolDefinition } from "../tools/index.js";
 import { isReferenceUri, normalizeFileValue } from "../paths.js";
 import { EXECUTION_MODE, INPUT_TYPES, MAX_STEPS, MAX_STEP_TIMEOUT_MS, PipelineSpecSchema, STEP_RESOURCE_KEYS, SUPPORTED_SPEC_VERSIONS } from "./schema.js";
+import { messageOf } from "../errors.js";
 
 export interface ValidationContext {
   tools: ToolCatalogue;
@@ -33,7 +34,7 @@ export function validateSpec(spec: unknown, context: ValidationContext = { tools
     check(spec, context, issues, readsInputs);
     checkDefaults(spec, context, issues, readsInputs);
   } catch (e) {
-    issues.error("internal_error", "", `validation stopped unexpectedly: ${e instanceof Error ? e.message : String(e)}`);
+    issues.error("internal_error", "", `validation stopped unexpectedly: ${messageOf(e)}`);
   }
   return dedupe(issues.result());
 }

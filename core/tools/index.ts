@@ -15,6 +15,7 @@ import { samtools } from "./samtools.js";
 import { tabix } from "./tabix.js";
 import { BuildError, type BuildContext, type Invocation, type ToolDefinition } from "./types.js";
 import { checkReference } from "../references.js";
+import { messageOf } from "../errors.js";
 
 export type { BuildContext, Invocation, OutputFile, StagedInput, ToolDefinition, CommandDefinition, Runtime, ToolResources, ResourceQuantities } from "./types.js";
 export { secondaryCandidates } from "./secondary.js";
@@ -91,7 +92,7 @@ export function buildInvocation(tool: ToolDefinition, params: Readonly<Record<st
     return { ok: true, command: choice.command, invocation };
   } catch (e) {
     if (e instanceof BuildError) return { ok: false, errors: [{ code: e.code ?? "invalid_parameter", path: pointer(...e.param.split("/")), message: e.message }] };
-    return { ok: false, errors: [{ code: "invalid_parameter", path: "", message: e instanceof Error ? e.message : String(e) }] };
+    return { ok: false, errors: [{ code: "invalid_parameter", path: "", message: messageOf(e) }] };
   }
 }
 

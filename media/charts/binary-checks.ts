@@ -10,6 +10,7 @@
  */
 import { ChartError } from "../../plots/chart.js";
 import { boundedChunks, BoundedFile } from "./bounded-read.js";
+import { messageOf } from "../../core/errors.js";
 
 /** Contigs of a BAM or bigWig (a draft assembly has up to a few million). */
 export const MAX_CONTIGS = 10_000_000;
@@ -110,7 +111,7 @@ export async function checkBamHeader(path: string): Promise<{ nRef: number }> {
     return { nRef };
   } catch (e) {
     if (e instanceof ChartError) throw e;
-    throw fail(`${e instanceof Error ? e.message : String(e)}`);
+    throw fail(`${messageOf(e)}`);
   } finally {
     await src.return(undefined);
   }
@@ -134,7 +135,7 @@ export async function checkBamIndex(indexPath: string, bamSize: number, nRef: nu
       for await (const c of boundedChunks(indexPath, { gzip: true, maxBytes: BAM_INDEX_MAX_BYTES, maxLine: Number.MAX_SAFE_INTEGER, what: name })) out.push(c);
     } catch (e) {
       if (e instanceof ChartError && /once decompressed/.test(e.message)) throw e;
-      throw fail(`it could not be decompressed (${e instanceof Error ? e.message : String(e)})`);
+      throw fail(`it could not be decompressed (${messageOf(e)})`);
     }
     bytes = Buffer.concat(out);
   } else {

@@ -19,6 +19,7 @@ import { open, stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { ChartError } from "../../plots/chart.js";
 import { boundedBytes, ReaderError } from "../readers/bounded.js";
+import { messageOf } from "../../core/errors.js";
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -68,7 +69,8 @@ export function overLine(b: Pick<TextBounds, "what" | "maxLine">, record = false
 }
 
 function gzError(e: ReaderError, what: string): ChartError {
-  const msg = e.cause instanceof Error ? e.cause.message : e.message;
+  // The zlib error that ended the read (its cause), else the reader's own message.
+  const msg = e.cause === undefined ? e.message : messageOf(e.cause);
   return new ChartError(`${what} could not be decompressed (${msg}); is it really gzipped?`);
 }
 

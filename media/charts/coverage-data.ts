@@ -20,6 +20,7 @@ import { ChartError } from "../../plots/chart.js";
 import { binCount, binDepth, binSizeFor, type CoverageTrack } from "../../plots/data/coverage.js";
 import { checkBamHeader, checkBamIndex, checkBigWigHeader, checkBigWigIndex } from "./binary-checks.js";
 import { ANNOTATION_MAX_BYTES, boundedLines, BoundedFile } from "./bounded-read.js";
+import { messageOf } from "../../core/errors.js";
 
 /** A BAM region is counted base by base: longer than this is refused (memory and time stay bounded). */
 export const BAM_MAX_REGION = 10_000_000;
@@ -129,7 +130,7 @@ async function loadBam(path: string, indexPath: string | undefined, region: { ch
     await bam.getHeader();
   } catch (e) {
     if (e instanceof ChartError) throw e;
-    throw new ChartError(`the file could not be read as a BAM file (${e instanceof Error ? e.message : String(e)})`);
+    throw new ChartError(`the file could not be read as a BAM file (${messageOf(e)})`);
   }
   const refs = bam.indexToChr ?? [];
   const id = bam.chrToIndex?.[region.chr];
@@ -153,7 +154,7 @@ async function loadBam(path: string, indexPath: string | undefined, region: { ch
     const we = Math.min(e0, ws + BAM_WINDOW);
     const records = await bam.getRecordsForRange(region.chr, ws, we).catch((e: unknown) => {
       if (e instanceof ChartError) throw e;
-      throw new ChartError(`the BAM file could not be read in ${regionText(region.chr, ws + 1, we)} (${e instanceof Error ? e.message : String(e)}); is it corrupt or truncated?`);
+      throw new ChartError(`the BAM file could not be read in ${regionText(region.chr, ws + 1, we)} (${messageOf(e)}); is it corrupt or truncated?`);
     });
     for (const r of records) {
       // Each read is counted once: in the window where it starts (or the first window).
@@ -205,7 +206,7 @@ async function loadBigWig(path: string, region: { chr: string; start: number; en
     header = await bw.getHeader();
   } catch (e) {
     if (e instanceof ChartError) throw e;
-    throw new ChartError(`the file could not be read as a bigWig file (${e instanceof Error ? e.message : String(e)})`);
+    throw new ChartError(`the file could not be read as a bigWig file (${messageOf(e)})`);
   }
   const names = Object.keys(header.refsByName);
   const id = header.refsByName[region.chr];
@@ -226,7 +227,7 @@ async function loadBigWig(path: string, region: { chr: string; start: number; en
   for (const ix of zoomed ? layout.indexes : layout.indexes.slice(0, 1)) await checkBigWigIndex(file, ix, chrId, s0, e0);
   const feats = (await bw.getFeatures(region.chr, s0, e0, zoomed ? { scale: 8 / binSize } : { scale: 1 }).catch((e: unknown) => {
     if (e instanceof ChartError) throw e;
-    throw new ChartError(`the bigWig file could not be read in ${regionText(region.chr, start, end)} (${e instanceof Error ? e.message : String(e)}); is it corrupt or truncated?`);
+    throw new ChartError(`the bigWig file could not be read in ${regionText(region.chr, start, end)} (${messageOf(e)}); is it corrupt or truncated?`);
   })) as Array<{ start: number; end: number; score?: number; maxScore?: number; summary?: boolean }>;
   const sums = new Float64Array(n), max = new Float64Array(n);
   let any = false, summary = false;

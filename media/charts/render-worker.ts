@@ -18,6 +18,7 @@ import type { CoverageOpts, HeatmapOpts, ManhattanOpts, PathwayOpts, PcaOpts, St
 import { DelimitedParser, detectDelimiter, parseTable } from "../../core/delimited.js";
 import { parseRegion } from "../../core/viewers.js";
 import { boundedChunks, LINE_MAX_BYTES, MANHATTAN_MAX_BYTES, overLine, readBounded, SAMPLE_SHEET_MAX_BYTES, STRUCTURE_MAX_BYTES, TABLE_MAX_BYTES, type TextBounds } from "./bounded-read.js";
+import { messageOf, OperonError } from "../../core/errors.js";
 
 export const FONT_DIR = "/usr/share/fonts/truetype/dejavu";
 export const FONT_FILES = [`${FONT_DIR}/DejaVuSans.ttf`, `${FONT_DIR}/DejaVuSans-Bold.ttf`];
@@ -33,6 +34,10 @@ export interface RenderTask {
   workDir: string;
 }
 
+/**
+ * What the worker thread answers. A failure's `data` says whether the input was at fault
+ * (`validation_failed` of core/errors.ts: the message is for the user) or the render itself.
+ */
 export type RenderResult =
   | { ok: true; image: Uint8Array; tsv: string; width: number; height: number; rows: number }
   | { ok: false; data: boolean; error: string };
@@ -188,8 +193,11 @@ export async function renderTask(t: RenderTask): Promise<RenderResult> {
     }).render().asPng();
     return { ok: true, image: png, tsv, width: Math.round(chart.width * scale), height: Math.round(chart.height * scale), rows: chart.data.rows.length };
   } catch (e) {
-    if (e instanceof ChartError) return { ok: false, data: true, error: e.message };
-    return { ok: false, data: false, error: e instanceof Error ? e.message : String(e) };
+    // A ChartError (plots/) is the input's fault, the taxonomy's validation_failed: a data error,
+    // whose message is the job's error as is.
+    const err = e instanceof ChartError ? new OperonError("validation_failed", e.message, undefined, { cause: e }) : e;
+    if (err instanceof OperonError && err.code === "validation_failed") return { ok: false, data: true, error: err.message };
+    return { ok: false, data: false, error: messageOf(e) };
   }
 }
 

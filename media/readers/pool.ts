@@ -10,6 +10,7 @@
 import { Worker } from "node:worker_threads";
 import { ReaderError } from "./bounded.js";
 import type { FromWorker, ReaderOp, ReaderResults, ToWorker } from "./worker.js";
+import { messageOf } from "../../core/errors.js";
 
 export interface ReaderPoolOptions {
   /** Heap of one organization's worker, MB (default 768). */
@@ -201,7 +202,7 @@ export class ReaderPool {
               }
               if (ended) send({ type: "end", id });
             } catch (e) {
-              if (!done) send({ type: "source-error", id, message: e instanceof Error ? e.message : String(e) });
+              if (!done) send({ type: "source-error", id, message: messageOf(e) });
             }
           })();
         }

@@ -11,6 +11,7 @@ import { columnTypes, DelimitedParser, detectDelimiter, filterRows, parseTable, 
 import { detectPhredOffset, FastqReader, summarize, type FastqRecord } from "../../core/fastq.js";
 import { boundSize } from "../../core/sizes.js";
 import { boundedText, ReaderError } from "./bounded.js";
+import { messageOf } from "../../core/errors.js";
 
 /** The bounds of every read, by reader: docs/security.md lists them. */
 export const READER_BOUNDS = {
@@ -199,7 +200,7 @@ async function fastqSample(source: Source, op: { cacheKey: string; gz: boolean }
     if (!stopped) add(reader.end());
   } catch (e) {
     // Past the byte bound with reads in hand: the sample is what was read.
-    if (!(e instanceof ReaderError && e.bound === "bytes" && records.length > 0)) throw e instanceof ReaderError ? e : new ReaderError(e instanceof Error ? e.message : String(e));
+    if (!(e instanceof ReaderError && e.bound === "bytes" && records.length > 0)) throw e instanceof ReaderError ? e : new ReaderError(messageOf(e));
     complete = false;
   }
   const sample = { records, complete, chars };
@@ -333,7 +334,7 @@ if (!isMainThread && parentPort && (workerData as { operonReader?: boolean } | u
         inbox.set(m.id, { chunks: [] });
         void run(m.op, source(m.id)).then(
           (value) => post({ type: "done", id: m.id, value }),
-          (e: unknown) => post({ type: "failed", id: m.id, message: e instanceof Error ? e.message : String(e), bounded: e instanceof ReaderError }),
+          (e: unknown) => post({ type: "failed", id: m.id, message: messageOf(e), bounded: e instanceof ReaderError }),
         ).finally(() => inbox.delete(m.id));
         break;
       case "chunk": deliver(m.id, m.data); break;

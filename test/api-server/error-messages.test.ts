@@ -1,5 +1,5 @@
 import t from "tap";
-import { ApiError } from "../../api-server/errors.js";
+import { OperonError } from "../../core/errors.js";
 import { testApp } from "../support/app.js";
 
 // Messages are often built from a lower layer's (Node's fs errors name the server's files):
@@ -11,8 +11,8 @@ t.test("error messages sent to clients never carry server filesystem paths", asy
   const config = { scope: "public" as const };
   a.app.get("/test/fastify-400", { config }, async () => { throw Object.assign(new Error(fsMessage), { statusCode: 400 }); });
   a.app.get("/test/fastify-404", { config }, async () => { throw Object.assign(new Error(`cannot stat ${a.dir}/objects/x`), { statusCode: 404 }); });
-  a.app.get("/test/api-409", { config }, async () => { throw new ApiError("conflict", `ENAMETOOLONG: name too long, rename '${a.dir}/tmp/9e72.json' -> '${a.dir}/meta/orgs/a/b.json'`, { errors: [{ code: "io", path: "/steps/0/inputFile", message: fsMessage }] }); });
-  a.app.get("/test/api-503", { config }, async () => { throw new ApiError("unavailable", `object storage is not reachable: ${fsMessage}`); });
+  a.app.get("/test/api-409", { config }, async () => { throw new OperonError("conflict", `ENAMETOOLONG: name too long, rename '${a.dir}/tmp/9e72.json' -> '${a.dir}/meta/orgs/a/b.json'`, { errors: [{ code: "io", path: "/steps/0/inputFile", message: fsMessage }] }); });
+  a.app.get("/test/api-503", { config }, async () => { throw new OperonError("unavailable", `object storage is not reachable: ${fsMessage}`); });
   a.app.get("/test/plain-500", { config }, async () => { throw new Error(fsMessage); });
 
   for (const [url, status] of [["/test/fastify-400", 400], ["/test/fastify-404", 404], ["/test/api-409", 409], ["/test/api-503", 503], ["/test/plain-500", 500]] as const) {

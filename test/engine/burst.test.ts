@@ -75,7 +75,7 @@ t.test("60 runs, one organization, limit 5: drains, never over the limit", async
   const spec = { steps: [step("a"), step("b", ["a"]), step("c", ["a"]), step("d", ["b", "c"]), step("e", ["d"])] };
   await Promise.all(Array.from({ length: 60 }, async () => {
     const r = await engine.submit({ organization: "acme", workspace: "ws", keyId: "k", spec, source: { kind: "inline" }, input: {} });
-    if (!r.ok) throw new Error(r.message);
+    if (!r.ok) throw new Error(r.error.message);
   }));
   const deadline = Date.now() + 30_000;
   while (completed < 60 && Date.now() < deadline) await roundTrip(20);

@@ -43,7 +43,7 @@ async function harness(t: Test, wrap: { store?: (s: ObjectStore) => ObjectStore;
   await raw.put(`${WS}data/in.txt`, "payload\n");
   const submit = async () => {
     const r = await engine.submit({ organization: "o", workspace: "ws", keyId: "k", spec: chain, source: { kind: "inline" }, input: {} });
-    if (!r.ok) throw new Error(r.message);
+    if (!r.ok) throw new Error(r.error.message);
     return r.run;
   };
   const finished = (id: string) => until(`run ${id} to finish`, async () => { const r = await engine.runs.get(id); return r && ["completed", "failed", "cancelled"].includes(r.status) ? r : undefined; }, 60_000);

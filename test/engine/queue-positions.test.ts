@@ -41,7 +41,7 @@ t.test("30 queued runs, one slot", async (t) => {
   const ids: string[] = [];
   for (let i = 0; i < 30; i++) {
     const r = await engine.submit({ organization: "acme", workspace: "ws", keyId: "k", source: { kind: "inline" }, input: {}, spec: { steps: [{ stepId: "a", toolName: "samtools", parameters: { command: "flagstat", inputFile: "x.bam" } }] } });
-    if (!r.ok) throw new Error(r.message);
+    if (!r.ok) throw new Error(r.error.message);
     ids.push(r.run.id);
   }
   const positions = async () => (await engine.withQueuePositions(await Promise.all(ids.map(async (id) => (await runs.get(id)) as RunRecord)))).map((r) => r.steps[0]?.queuePosition);

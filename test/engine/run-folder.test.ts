@@ -28,7 +28,7 @@ const engine = createEngine({ runs: createLocalRunStore(dir), executor: idle, st
 const spec = { steps: [{ stepId: "a", toolName: "samtools", parameters: { command: "flagstat", inputFile: "x.bam" } }] };
 const submit = async () => {
   const r = await engine.submit({ organization: "acme", workspace: "ws", keyId: "k", spec, source: { kind: "inline" }, input: {} });
-  if (!r.ok) throw new Error(r.message);
+  if (!r.ok) throw new Error(r.error.message);
   return r.run.outputFolder;
 };
 
@@ -60,7 +60,7 @@ for (const kind of ["filesystem", "S3 (MinIO)"] as const) {
     const replicas = [0, 1].map(() => createEngine({ runs: createLocalRunStore(mkdtempSync(join(tmpdir(), "operon-folders-"))), executor: idle, store: shared, clock: { now: () => fixed }, orgConcurrency: () => 5, controller: false }));
     const folders = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
       const r = await (replicas[i % 2] as typeof engine).submit({ organization: "acme", workspace: "ws", keyId: "k", spec, source: { kind: "inline" }, input: {} });
-      if (!r.ok) throw new Error(r.message);
+      if (!r.ok) throw new Error(r.error.message);
       return r.run.outputFolder;
     }));
     t.equal(new Set(folders).size, 200, "200 distinct folders");

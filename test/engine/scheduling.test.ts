@@ -43,7 +43,7 @@ const parallel = (n: number, seconds: number, timeout?: number): PipelineSpec =>
 
 async function submit(engine: Engine, org: string, spec: PipelineSpec): Promise<RunRecord> {
   const r = await engine.submit({ organization: org, workspace: "ws", keyId: "key_test", spec, source: { kind: "inline" }, input: {} });
-  if (!r.ok) throw new Error(r.message);
+  if (!r.ok) throw new Error(r.error.message);
   return r.run;
 }
 

@@ -51,7 +51,7 @@ const align = (stepId: string, more: Record<string, unknown> = {}, params: Recor
 
 t.test("the argv and the pod agree on threads and CPUs", async (t) => {
   const r = await submit([align("dflt"), align("cpu", { resources: { cpu: "6", memory: "24Gi" } }), align("thr", {}, { threads: 12 })]);
-  if (!r.ok) throw new Error(r.message);
+  if (!r.ok) throw new Error(r.error.message);
   await until("three steps submitted", () => submitted.filter((s) => s.runId === r.run.id).length === 3);
   const byStep = new Map(submitted.filter((s) => s.runId === r.run.id).map((s) => [s.stepId, s]));
   const threadsOf = (s: StepTask | undefined) => { const a = s?.invocation.argv ?? []; return a[a.indexOf("-t") + 1]; };
@@ -73,19 +73,19 @@ t.test("the argv and the pod agree on threads and CPUs", async (t) => {
 t.test("submission refuses what the step pods may not do (400, nothing created)", async (t) => {
   const before = (await runs.list({ organization: "acme" })).length;
   const r = await submit([align("a"), align("b", { resources: { memory: "256Gi" } })]);
-  t.match(r, { ok: false, status: 400, code: "invalid_request", message: "steps[1].resources.memory: \"256Gi\" is more than a step may ask for here (at most \"128Gi\", maxResources.memory)" });
-  t.match(!r.ok && r.errors, [{ code: "resources_above_maximum", path: "/steps/1/resources/memory" }]);
+  t.match(r, { ok: false, error: { code: "invalid_request", message: "steps[1].resources.memory: \"256Gi\" is more than a step may ask for here (at most \"128Gi\", maxResources.memory)" } });
+  t.match(!r.ok && r.error.details?.["errors"], [{ code: "resources_above_maximum", path: "/steps/1/resources/memory" }]);
   const annovar = await submit([{ stepId: "x", toolName: "annovar", parameters: { command: "convert2annovar", inputFile: "a.vcf" } }]);
-  t.match(annovar, { ok: false, status: 400, message: /^steps\[0\]\.toolName: annovar has no image.*steps\.tools\.annovar\.image/ });
+  t.match(annovar, { ok: false, error: { code: "invalid_request", message: /^steps\[0\]\.toolName: annovar has no image.*steps\.tools\.annovar\.image/ } });
   t.equal((await runs.list({ organization: "acme" })).length, before, "no run created");
   const bad = await submit([align("a", { resources: { memory: "lots" } })]);
-  t.match(bad, { ok: false, status: 422, errors: [{ path: "/steps/0/resources/memory", message: /^steps\[0\]\.resources\.memory: must be a Kubernetes quantity/ }] }, "a malformed quantity is a validation error");
+  t.match(bad, { ok: false, error: { code: "validation_failed", details: { errors: [{ path: "/steps/0/resources/memory", message: /^steps\[0\]\.resources\.memory: must be a Kubernetes quantity/ }] } } }, "a malformed quantity is a validation error");
 });
 
 t.test("the operator refuses it too: the step fails with the reason, no Job", async (t) => {
   // A run that bypassed submission (a PipelineRun applied by hand): stored as queued.
   const ok = await submit([align("fine")]);
-  if (!ok.ok) throw new Error(ok.message);
+  if (!ok.ok) throw new Error(ok.error.message);
   const id = ok.run.id.replace(/.$/, (c) => (c === "0" ? "1" : "0"));
   const run: RunRecord = {
     ...ok.run, id, outputFolder: `${ok.run.outputFolder}-by-hand`,

@@ -54,7 +54,7 @@ async function setup(t: Test, ns: string, extra: Record<string, string> = {}) {
   const submit = async (organization: string, steps: unknown[]) => {
     if (!orgsReady.has(organization)) { await store.put(`orgs/${organization}/workspaces/ws1/in.bam`, "bam"); orgsReady.add(organization); }
     const r = await api.engine.submit({ organization, workspace: "ws1", keyId: "k", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: { id: "drill", inputs: [{ name: "bam", type: "file" }], steps } });
-    if (!r.ok) throw new Error(`submit: ${r.message}`);
+    if (!r.ok) throw new Error(`submit: ${r.error.message}`);
     return r.run.id;
   };
   const chain = (...ids: string[]) => ids.map((id, i) => step(id, i === 0 ? "${bam}" : `\${${ids[i - 1]}.outputFile}`, i === 0 ? undefined : [ids[i - 1] as string]));

@@ -67,7 +67,7 @@ const step = (stepId: string, input: string, more: Record<string, unknown> = {})
 });
 async function submit(steps: unknown[]): Promise<string> {
   const r = await api.engine.submit({ organization: ORG, workspace: "ws1", keyId: "k", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: { id: "drill", inputs: [{ name: "bam", type: "file" }], steps } });
-  if (!r.ok) throw new Error(`submit: ${r.message} ${JSON.stringify(r.errors)}`);
+  if (!r.ok) throw new Error(`submit: ${r.error.message} ${JSON.stringify(r.error.details)}`);
   return r.run.id;
 }
 const finished = (id: string, timeoutMs: number) => until(`run ${id} to end`, async () => {

@@ -77,7 +77,7 @@ async function cluster(ns: string, extra: Record<string, string> = {}, opts: { u
   const step = (stepId: string, input: string, dependsOn?: string[]) => ({ stepId, toolName: "samtools", ...(dependsOn ? { dependsOn } : {}), parameters: { command: "depth", inputFile: input, outputFile: `${stepId}.tsv` } });
   const submit = async (organization: string, steps: unknown[]) => {
     const r = await api.engine.submit({ organization, workspace: "ws1", keyId: "k", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: { id: "p", inputs: [{ name: "bam", type: "file" }], steps } });
-    if (!r.ok) throw new Error(r.message);
+    if (!r.ok) throw new Error(r.error.message);
     return r.run;
   };
   const run = (id: string) => api.engine.runs.get(id);

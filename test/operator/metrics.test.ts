@@ -74,7 +74,7 @@ t.test("a run through the operator: its /metrics is valid and counts the work", 
   const stageOut = await startStageOut({ client, namespace: NS, store, decide: () => (release ? { action: "succeed" } : { action: "hold" }) });
   t.teardown(() => stageOut.stop());
   const r = await api.engine.submit({ organization: "acme", workspace: "ws1", keyId: "k", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: { id: "p", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] } });
-  if (!r.ok) throw new Error(r.message);
+  if (!r.ok) throw new Error(r.error.message);
   const during = await until("operon_runs{phase=\"running\"} 1", async () => { const m = await scrape(); return runs(m, "running") === 1 ? m : undefined; }, 30_000);
   t.equal(runs(during, "queued"), 0, "the run is no longer queued");
   await until("a's pod running", () => stageOut.held().length === 1, 30_000);

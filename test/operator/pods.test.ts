@@ -92,7 +92,7 @@ async function read(key: string): Promise<Buffer> {
 }
 async function submit(spec: unknown, input: Record<string, unknown>, organization = "lab"): Promise<string> {
   const r = await api.engine.submit({ organization, workspace: "ws1", keyId: "key_test", source: { kind: "inline" }, input, spec });
-  if (!r.ok) throw new Error(`submit: ${r.message} ${JSON.stringify(r.errors)}`);
+  if (!r.ok) throw new Error(`submit: ${r.error.message} ${JSON.stringify(r.error.details)}`);
   return r.run.id;
 }
 const finished = (id: string) => until(`run ${id} to end`, async () => {

@@ -80,7 +80,7 @@ t.test(`an idle operator's RSS stays flat over ${FINISHED_RUNS.toLocaleString("e
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) {
     const r = await api.engine.submit({ organization: "acme", workspace: "ws1", keyId: "k", source: { kind: "inline" }, input: { bam: "in.bam" }, spec: { id: "p", inputs: [{ name: "bam", type: "file" }], steps: [step("a", "${bam}"), step("b", "${a.outputFile}", ["a"])] } });
-    if (!r.ok) throw new Error(r.message);
+    if (!r.ok) throw new Error(r.error.message);
     ids.push(r.run.id);
   }
   for (const id of ids) await until(`run ${id} completed`, async () => (await api.engine.runs.get(id))?.status === "completed", 120_000);
