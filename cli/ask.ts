@@ -10,7 +10,7 @@
 import { Command } from "commander";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { parseCli, UsageError, type CliIO, type Ctx } from "./program.js";
-import { ApiClient, ApiError, apiPath, causeOf, ConnectionError, failure, query, resolveConnection, withConnection } from "./client.js";
+import { ApiClient, ServerError, apiPath, causeOf, ConnectionError, failure, query, resolveConnection, withConnection } from "./client.js";
 
 /** Reconnections after a dropped connection before giving up. */
 const MAX_RESUMES = 3;
@@ -65,7 +65,7 @@ async function ask(prompt: string, opts: AskOptions, io: CliIO, env: NodeJS.Proc
       const text = await res.text().catch(() => "");
       const f = failure(res, text, `${res.status}`);
       io.err(`operon ask: ${f.message}`);
-      return f instanceof ApiError && f.status >= 400 && f.code ? 1 : 2;
+      return f instanceof ServerError && f.status >= 400 && f.code ? 1 : 2;
     }
     try {
       await read(res, state, io);

@@ -2,7 +2,7 @@
  * The one HTTP client of the CLI: every command that talks to an Operon server (run, ask,
  * mcp, runs, pipelines, files, tools, viewer, render) resolves the server and the key here,
  * once, and calls the API through `ApiClient`. Two kinds of failure, each with its exit code:
- * - `ApiError` (exit 1): the server answered and refused, with the API's error body
+ * - `ServerError` (exit 1): the server answered and refused, with the API's error body
  *   `{error, message, details}` (docs/api.md) turned into one line, `<message> (<error>)`,
  *   plus one indented line per validation issue in `details.errors`;
  * - `ConnectionError` (exit 2): no answer, or an answer that is not the API's (not JSON).
@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { commandPath, UsageError, type CliIO, type Ctx } from "./program.js";
+import { messageOf } from "../core/errors.js";
 
 /** The help lines of --url and --key, the same on every command. */
 export const URL_HELP = "the API's base URL (default: $OPERON_URL, else http://127.0.0.1:$PORT, port 8080)";
@@ -53,14 +54,18 @@ export function resolveConnection(opts: ConnectionOptions, env: NodeJS.ProcessEn
 /** No answer from the server, or one that is not the API's: exit 2. */
 export class ConnectionError extends Error {}
 
-/** The API answered with an error: exit 1. `lines` are the validation issues, one per line. */
-export class ApiError extends Error {
+/**
+ * The API answered with an error: exit 1. `lines` are the validation issues, one per line.
+ * The client side of the wire; the server's own errors are `OperonError` (core/errors.ts).
+ */
+export class ServerError extends Error {
   constructor(readonly status: number, readonly code: string | undefined, message: string, readonly lines: string[] = [], readonly details?: unknown) { super(message); }
 }
 
 /** The innermost message of a fetch failure (`fetch failed` says nothing; its cause does). */
 export function causeOf(e: unknown): string {
-  return e instanceof Error && e.cause instanceof Error ? e.cause.message : e instanceof Error ? e.message : String(e);
+  if (e instanceof Error && e.cause instanceof Error) return e.cause.message;
+  return messageOf(e);
 }
 
 /** `apiPath\`/v1/pipelines/${id}/logs\``: the path with every interpolated value percent-encoded as one segment. */
@@ -78,7 +83,7 @@ export function query(params: Record<string, string | number | boolean | undefin
 
 interface ErrorBody { error?: unknown; message?: unknown; details?: { errors?: Array<{ code?: string; path?: string; message?: string }> } }
 
-/** The API's error body as an ApiError; anything else that is not a success as a ConnectionError. */
+/** The API's error body as a ServerError; anything else that is not a success as a ConnectionError. */
 export function failure(res: Response, text: string, what: string): Error {
   let j: ErrorBody | undefined;
   try { j = JSON.parse(text) as ErrorBody; } catch { j = undefined; }
@@ -89,7 +94,7 @@ export function failure(res: Response, text: string, what: string): Error {
   const message = typeof j.message === "string" ? j.message : `HTTP ${res.status}`;
   const errors = Array.isArray(j.details?.errors) ? j.details.errors : [];
   const lines = errors.map((e) => `  ${e.path || "/"}: ${e.message ?? ""}${e.code ? ` [${e.code}]` : ""}`);
-  return new ApiError(res.status, code, `${message}${code ? ` (${code})` : ""}`, lines, j.details);
+  return new ServerError(res.status, code, `${message}${code ? ` (${code})` : ""}`, lines, j.details);
 }
 
 /** A page of a listing, as every list endpoint answers. */
@@ -124,7 +129,7 @@ export class ApiClient {
     }
   }
 
-  /** The parsed JSON answer of a successful call; an error answer becomes ApiError. */
+  /** The parsed JSON answer of a successful call; an error answer becomes ServerError. */
   async json<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const res = await this.raw(method, path, opts);
     const text = await this.text(res);
@@ -141,7 +146,7 @@ export class ApiClient {
     return j.data;
   }
 
-  /** The text of a successful call (a step's log); an error answer becomes ApiError. */
+  /** The text of a successful call (a step's log); an error answer becomes ServerError. */
   async textOf(method: string, path: string): Promise<string> {
     const res = await this.raw(method, path, { headers: { accept: "text/plain, application/json" } });
     const text = await this.text(res);
@@ -174,11 +179,11 @@ export function clientOf(ctx: Ctx, opts: ConnectionOptions): ApiClient {
 }
 
 /**
- * Reports a failure of an action: ApiError one line (and its issue lines) and exit 1,
+ * Reports a failure of an action: ServerError one line (and its issue lines) and exit 1,
  * ConnectionError one line and exit 2; usage errors and anything else are left to parseCli.
  */
 export function reportFailure(cmd: Command, io: CliIO, e: unknown): number {
-  if (e instanceof ApiError) {
+  if (e instanceof ServerError) {
     io.err(`${commandPath(cmd)}: ${e.message}`);
     for (const l of e.lines) io.err(l);
     return 1;

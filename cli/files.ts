@@ -16,7 +16,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Command } from "commander";
 import { UsageError, type Ctx } from "./program.js";
 import type { ApiClient} from "./client.js";
-import { ApiError, apiAction, causeOf, clientOf, ConnectionError, query } from "./client.js";
+import { ServerError, apiAction, causeOf, clientOf, ConnectionError, query } from "./client.js";
 import { humanSize, json, positiveInt, withCommon, shortTime, table, type CommonOptions } from "./output.js";
 import { morePages } from "./runs.js";
 
@@ -157,20 +157,20 @@ export async function downloadFile(client: ApiClient, workspace: string, key: st
     const res = await client.fetchUrl(new URL(link.downloadUrl, client.conn.base).href, abort.signal);
     if (!res.ok || !res.body) {
       await res.body?.cancel().catch(() => undefined);
-      throw new ApiError(res.status, undefined, `downloading ${key}: the storage answered HTTP ${res.status}`);
+      throw new ServerError(res.status, undefined, `downloading ${key}: the storage answered HTTP ${res.status}`);
     }
     const hash = createHash("sha256");
     let size = 0;
     const count = new Transform({ transform(chunk: Buffer, _enc, cb) { hash.update(chunk); size += chunk.length; cb(null, chunk); } });
     await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), count, createWriteStream(tmp, { flags: "wx" }), { signal: abort.signal });
     const expected = Number(res.headers.get("content-length") ?? Number.NaN);
-    if (Number.isInteger(expected) && expected !== size) throw new ApiError(res.status, undefined, `downloading ${key}: ${size} bytes came, not the ${expected} announced`);
+    if (Number.isInteger(expected) && expected !== size) throw new ServerError(res.status, undefined, `downloading ${key}: ${size} bytes came, not the ${expected} announced`);
     await rename(tmp, target);
     return { size, sha256: hash.digest("hex") };
   } catch (e) {
     await rm(tmp, { force: true });
     if (abort.signal.aborted) return "interrupted";
-    if (e instanceof ApiError || e instanceof ConnectionError) throw e;
+    if (e instanceof ServerError || e instanceof ConnectionError) throw e;
     throw new ConnectionError(`downloading ${key}: ${causeOf(e)}`);
   } finally {
     process.off("SIGINT", stop);

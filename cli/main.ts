@@ -20,6 +20,7 @@ import { pipelinesCli } from "./pipelines.js";
 import { runsCli } from "./runs.js";
 import { toolsCli } from "./tools.js";
 import { renderCli, viewerCli } from "./visualize.js";
+import { messageOf } from "../core/errors.js";
 
 /**
  * The version in package.json, read next to the module: ../package.json from the source
@@ -122,7 +123,7 @@ const io: CliIO = { out: (s) => process.stdout.write(s + "\n"), err: (s) => proc
 const isEntry = process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
 if (isEntry) {
   main(process.argv.slice(2), io).then((code) => { process.exitCode = code; }, (e: unknown) => {
-    process.stderr.write(`operon: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.stderr.write(`operon: ${messageOf(e)}\n`);
     process.exitCode = 2;
   });
 }

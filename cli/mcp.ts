@@ -11,6 +11,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Ctx } from "./program.js";
 import { resolveConnection, withConnection } from "./client.js";
+import { messageOf } from "../core/errors.js";
 
 export function mcpCli(ctx: Ctx): Command {
   return withConnection(new Command("mcp")
@@ -42,7 +43,7 @@ async function proxy(endpoint: URL, key: string, warn: (s: string) => void): Pro
   local.onmessage = (m: JSONRPCMessage) => {
     if ("method" in m && m.method === "initialize" && "id" in m) initializing.add(m.id as string | number);
     remote.send(m).catch((e: unknown) => {
-      const message = e instanceof Error ? e.message : String(e);
+      const message = messageOf(e);
       warn(message);
       if ("id" in m && "method" in m) void local.send({ jsonrpc: "2.0", id: m.id as string | number, error: { code: -32603, message: `Operon at ${endpoint.origin}: ${message}` } });
     });

@@ -9,6 +9,7 @@
  * - help marks required options `(required)` and shows them in the usage line.
  */
 import { Help, type Command, type CommanderError, type Option } from "commander";
+import { messageOf } from "../core/errors.js";
 
 export interface CliIO { out(s: string): void; err(s: string): void }
 
@@ -168,7 +169,7 @@ export async function parseCli(program: Command, args: readonly string[], ctx: C
       }
     }
     const cmd = state.active ?? program;
-    const message = (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, " ");
+    const message = messageOf(e).replace(/\s*\n\s*/g, " ");
     if (e instanceof UsageError) return usageError(cmd, message, ctx.io);
     ctx.io.err(`${commandPath(cmd)}: ${message}`);
     return 2;

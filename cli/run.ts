@@ -10,8 +10,9 @@ import { isFinal } from "../core/status.js";
 import { existsSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { parseCli, UsageError, type CliIO, type Ctx } from "./program.js";
-import { ApiClient, ApiError, apiPath, ConnectionError, query, resolveConnection, withConnection } from "./client.js";
+import { ApiClient, ServerError, apiPath, ConnectionError, query, resolveConnection, withConnection } from "./client.js";
 import { readSpecFile } from "./validate.js";
+import { messageOf } from "../core/errors.js";
 
 /** The CLI's output, plus whether stdout is a terminal (defaults to process.stdout.isTTY). */
 export type RunIO = CliIO & { isTTY?: boolean };
@@ -82,8 +83,8 @@ async function runAction(target: string, opts: RunOptions, io: RunIO, env: NodeJ
     return await run(target, opts, io, env, fetchImpl);
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    if (e instanceof ApiError) { io.err(`operon run: ${e.message}`); for (const l of e.lines) io.err(l); return 1; }
-    io.err(`operon run: ${e instanceof Error ? e.message : String(e)}`);
+    if (e instanceof ServerError) { io.err(`operon run: ${e.message}`); for (const l of e.lines) io.err(l); return 1; }
+    io.err(`operon run: ${messageOf(e)}`);
     return 2;
   }
 }
@@ -124,8 +125,8 @@ async function run(target: string, opts: RunOptions, io: RunIO, env: NodeJS.Proc
       current = await api("GET", path);
       failures = 0;
     } catch (e) {
-      const transient = e instanceof ConnectionError || (e instanceof ApiError && (e.status === 429 || e.status >= 500));
-      if (!transient || ++failures >= MAX_POLL_FAILURES) throw new ConnectionError(`following ${submitted.id}: ${e instanceof Error ? e.message : String(e)}`);
+      const transient = e instanceof ConnectionError || (e instanceof ServerError && (e.status === 429 || e.status >= 500));
+      if (!transient || ++failures >= MAX_POLL_FAILURES) throw new ConnectionError(`following ${submitted.id}: ${messageOf(e)}`);
       continue;
     }
     render(current);

@@ -24,6 +24,7 @@ import { parseStepPlan, publishOutputs, stageInputs, STEP_PLAN_ENV, type StepPla
 import { checksumReferences, type VolumeRoots } from "../adapters/references.js";
 import { REFERENCE_ROOT, referencesReport } from "../core/references.js";
 import { onUsageError, parseCli, type CliIO, type Ctx } from "./program.js";
+import { messageOf } from "../core/errors.js";
 
 /** Kubernetes keeps at most this many bytes of a container's termination message. */
 export const TERMINATION_LOG_MAX = 4096;
@@ -112,7 +113,7 @@ async function store(env: NodeJS.ProcessEnv) {
 /** The store's configuration is invalid (exit 2, like a bad plan). */
 class ConfigError extends Error {}
 
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, " ");
+const oneLine = (e: unknown) => messageOf(e).replace(/\s*\n\s*/g, " ");
 
 /** `operon stage-in …` with the words after `stage-in`. */
 export async function stageInCommand(args: string[], io: CliIO, env: NodeJS.ProcessEnv): Promise<number> {
@@ -141,7 +142,7 @@ async function stageIn(opts: StageOptions, io: CliIO, env: NodeJS.ProcessEnv): P
     if (s.plan.references?.length) report = referencesReport((await checksumReferences(s.plan.references, referenceRoots(s.env))).checksums);
     await stageInputs(await store(s.env), s.plan, s.workdir);
   } catch (e) {
-    return fail(messageOf(e), e instanceof ConfigError ? 2 : 1);
+    return fail(oneLine(e), e instanceof ConfigError ? 2 : 1);
   }
   if (report !== undefined) await writeTerminationLog(s.terminationLog, report);
   return 0;
@@ -171,7 +172,7 @@ async function stageOut(opts: StageOptions, io: CliIO, env: NodeJS.ProcessEnv): 
   try {
     outputs = await publishOutputs(await store(s.env), s.plan, s.workdir);
   } catch (e) {
-    return fail(messageOf(e), e instanceof ConfigError ? 2 : 1);
+    return fail(oneLine(e), e instanceof ConfigError ? 2 : 1);
   }
   await writeTerminationLog(s.terminationLog, outputsJson(outputs));
   return 0;

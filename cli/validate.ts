@@ -9,6 +9,7 @@ import { MAX_SPEC_BYTES } from "../core/spec/schema.js";
 import { validateSpec } from "../core/spec/validate.js";
 import type { Issue, ValidationResult } from "../core/issues.js";
 import type { CliIO, Ctx } from "./program.js";
+import { messageOf } from "../core/errors.js";
 
 export type { CliIO } from "./program.js";
 
@@ -35,7 +36,7 @@ export async function readSpecFile(path: string): Promise<{ ok: true; spec: unkn
   try {
     return { ok: true, spec: JSON.parse(text.replace(/^\uFEFF/, "")) };
   } catch (e) {
-    return { ok: false, message: `${path}: not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+    return { ok: false, message: `${path}: not valid JSON (${messageOf(e)})` };
   }
 }
 
