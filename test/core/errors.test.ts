@@ -34,6 +34,14 @@ t.test("every code maps to exactly one HTTP status, and only codes are mapped", 
   }
 });
 
+t.test("docs/errors.md and docs/api.md list every code with its status", async (t) => {
+  for (const doc of ["docs/errors.md", "docs/api.md"]) {
+    const text = readFileSync(new URL(`../../${doc}`, import.meta.url), "utf8");
+    const rows = new Map([...text.matchAll(/^\| (?:`(\w+)` \| (\d{3})|(\d{3}) \| `(\w+)`) \|/gm)].map((m) => [m[1] ?? m[4], Number(m[2] ?? m[3])]));
+    t.same(Object.fromEntries([...rows].sort()), Object.fromEntries(Object.entries(HTTP_STATUS).sort()), doc);
+  }
+});
+
 t.test("a taxonomy error is answered with its code's status, its message and its details", async (t) => {
   for (const code of ERROR_CODES) {
     const { lines, log } = recorder();
