@@ -14,7 +14,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { RUN_ID, runFolderName, ulid } from "../core/ids.js";
 import type { Issue } from "../core/issues.js";
 import { messageOf, OperonError, type ErrorCode } from "../core/errors.js";
-import { StoreError, type Clock, type ObjectStore, type RunRecord, type RunStore, type StepExecutor } from "../core/ports.js";
+import { StoreError, type ClaimStore, type Clock, type ObjectStore, type RunRecord, type RunStore, type SlotGate, type StepExecutor } from "../core/ports.js";
 import { Ledger, positionsOf, queuePositions } from "../core/quota.js";
 import { dryBuildSteps, resolveInputs } from "../core/spec/resolve.js";
 import type { PipelineSpec } from "../core/spec/schema.js";
@@ -22,6 +22,7 @@ import { validateSpec } from "../core/spec/validate.js";
 import { isReferenceUri } from "../core/paths.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 import { stepPodIssues, type StepPodConfig } from "../core/kubernetes/step-pods.js";
+import { claimSlots, MemoryClaims, startAdmission } from "./admission.js";
 import { startController } from "./controller.js";
 import { createReconciler } from "./reconciler.js";
 import { runFolderClaimKey, workspaceRoot } from "../core/layout.js";
@@ -29,8 +30,8 @@ import { runFolderClaimKey, workspaceRoot } from "../core/layout.js";
 /**
  * Where the engine runs: `embedded`, one process running steps as local processes; `cluster`,
  * Kubernetes, where steps are Jobs of the operator and the api-server only submits, reads and
- * cancels PipelineRuns (its tool runs become one-step runs, its renders count the
- * organization's running steps for slots).
+ * cancels PipelineRuns (its tool runs become one-step runs; its renders and viewer
+ * preparations wait for the operator to admit their claims).
  */
 export type EngineMode = "embedded" | "cluster";
 
@@ -38,8 +39,15 @@ export interface Engine {
   /** Embedded or cluster mode: what the api-server's services branch on (never the executor's runtime). */
   readonly mode: EngineMode;
   runs: RunStore;
-  executor: StepExecutor;
+  /** Where steps run; absent in an engine that only submits, reads and cancels (the api-server in cluster mode). */
+  executor?: StepExecutor;
   ledger: Ledger;
+  /**
+   * A slot of the organization's limit for a task outside a run's steps (tool run, render,
+   * viewer preparation): it queues with the organization's steps, first come first served,
+   * and is admitted where the ledger is (this process, or the operator in cluster mode).
+   */
+  slots: SlotGate;
   builtins: ReadonlyMap<string, PipelineSpec>;
   /** The reference volumes steps may name (`ref://<volume>/…`). */
   referenceVolumes: readonly string[];
@@ -64,6 +72,8 @@ export interface Engine {
    * and work queue's (controller-runtime's and client-go's names) and its runs by phase.
    */
   metrics: Registry;
+  /** Sizes of what its control loop keeps per run and per claim (pruned when they end), by part. */
+  cacheSizes(): Record<string, number>;
   stop(): Promise<void>;
 }
 
@@ -98,7 +108,11 @@ export interface EngineDeps {
   /** Default `embedded`; cluster mode's api-server and operator say `cluster`. */
   mode?: EngineMode;
   runs: RunStore;
-  executor: StepExecutor;
+  /**
+   * Where steps run. Required where the engine reconciles; cluster mode's api-server has none
+   * (the operator runs steps; their logs are read from storage).
+   */
+  executor?: StepExecutor;
   store: ObjectStore;
   clock: Clock;
   orgConcurrency: (org: string) => number;
@@ -120,6 +134,14 @@ export interface EngineDeps {
    * OPERON_REF_VOLUMES. Default: the step-pod configuration's `referenceVolumes`, else none.
    */
   referenceVolumes?: readonly string[];
+  /**
+   * Where claims for tasks outside runs live (default: memory, for one process). Cluster
+   * mode: Lease objects, shared by the api-server replicas (which wait) and the operator
+   * (which admits).
+   */
+  claims?: ClaimStore;
+  /** This process, as the holder of the claims it creates (default: a random name). */
+  instance?: string;
 }
 
 /** Buckets of operon_step_start_latency_seconds: fine below a second, where the targets are. */
@@ -159,6 +181,7 @@ const refuse = (code: ErrorCode, message: string, errors: Issue[]) => ({ ok: fal
 
 export function createEngine(deps: EngineDeps): Engine {
   const ledger = new Ledger(deps.orgConcurrency);
+  const claims = deps.claims ?? new MemoryClaims();
   const tools = deps.tools ?? defaultCatalogue;
   const referenceVolumes = deps.referenceVolumes ?? deps.stepPods?.referenceVolumes?.map((v) => v.name) ?? [];
   const metrics = new Registry();
@@ -167,26 +190,42 @@ export function createEngine(deps: EngineDeps): Engine {
     help: "From a step becoming ready (its last parent seen ended, or its run created) to its start; slot=waited when it had to wait for an organization slot; step=first|dependent",
     labelNames: ["slot", "step"], buckets: STEP_START_BUCKETS, registers: [metrics],
   });
+  const executor = deps.executor;
+  if (!executor && deps.controller !== false) throw new Error("an engine that reconciles needs an executor");
   const runEnded = deps.controller === false ? undefined : runMetrics(metrics, deps.runs, deps.log);
-  const reconcile = createReconciler({
-    runs: deps.runs, executor: deps.executor, store: deps.store, ledger, clock: deps.clock, tools,
+  const reconcile = executor && createReconciler({
+    runs: deps.runs, executor, store: deps.store, ledger, clock: deps.clock, tools,
     ...(deps.stepPods ? { stepPods: deps.stepPods } : {}),
     referenceVolumes,
     ...(runEnded ? { onRunEnded: (run: RunRecord) => runEnded(run.status) } : {}),
     onStepStarted: (s) => stepStart.observe({ slot: s.waitedForSlot ? "waited" : "free", step: s.dependent ? "dependent" : "first" }, s.latencyMs / 1000),
   });
-  const controller = deps.controller === false ? undefined : startController({
-    runs: deps.runs, executor: deps.executor, reconcile, workers: deps.workers ?? 4,
+  const controller = deps.controller === false || !executor || !reconcile ? undefined : startController({
+    runs: deps.runs, executor, reconcile, workers: deps.workers ?? 4,
     metrics, name: CONTROLLER_NAME,
     waitingRuns: (org) => ledger.admittedRuns(org),
     hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
-    // The ledger starts from the steps running now (live Jobs), before anything is admitted.
+    onSlotFree: (org) => admission?.enqueue(org),
+    // The ledger starts from the steps running now (live Jobs) and the claims admitted now,
+    // before anything is admitted.
     prime: async () => {
-      deps.executor.engineStarted?.();
-      for (const a of (await deps.executor.activeSteps?.()) ?? []) ledger.observe(a.organization, a.runId, 0, { known: a.stepIds, running: a.stepIds, ready: [] });
+      executor.engineStarted?.();
+      for (const a of (await executor.activeSteps?.()) ?? []) ledger.observe(a.organization, a.runId, 0, { known: a.stepIds, running: a.stepIds, ready: [] });
+      const listed = await claims.list();
+      for (const org of new Set(listed.map((c) => c.organization))) {
+        const own = listed.filter((c) => c.organization === org);
+        ledger.observeClaims(org, { admitted: own.filter((c) => c.admittedAt !== undefined).map((c) => c.id), waiting: own.filter((c) => c.admittedAt === undefined).map((c) => ({ id: c.id, createdAt: c.createdAt })) });
+      }
     },
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${messageOf(e)}`),
   });
+  // Claims are admitted where runs are reconciled: one ledger, one queue per organization.
+  const admission = controller ? startAdmission({
+    claims, ledger, clock: deps.clock,
+    onSlotFree: (org) => { for (const id of ledger.admittedRuns(org)) controller.queue.add(id); },
+    onError: (org, e) => deps.log?.(`admission of ${org}'s claims failed: ${messageOf(e)}`),
+  }) : undefined;
+  const slots = claimSlots({ claims, clock: deps.clock, holder: deps.instance ?? `operon-${randomBytes(4).toString("hex")}` });
   const builtins = loadBuiltins();
 
   /**
@@ -241,8 +280,9 @@ export function createEngine(deps: EngineDeps): Engine {
     mode: deps.mode ?? "embedded",
     withQueuePositions,
     runs: deps.runs,
-    executor: deps.executor,
+    ...(executor ? { executor } : {}),
     ledger,
+    slots,
     builtins,
     referenceVolumes,
     async submit(input) {
@@ -302,8 +342,15 @@ export function createEngine(deps: EngineDeps): Engine {
     async cancel(run) {
       return (await deps.runs.update(run.id, (r) => (r.cancelRequested || isFinal(r.status) ? undefined : { ...r, cancelRequested: true }))) ?? run;
     },
-    reconcile,
+    reconcile: (runId) => (reconcile ? reconcile(runId) : Promise.reject(new Error("this engine does not reconcile: the operator does"))),
     metrics,
-    stop: async () => { await controller?.stop(); },
+    cacheSizes: () => {
+      const out: Record<string, number> = {};
+      for (const [k, v] of Object.entries(controller?.cacheSizes() ?? {})) out[`controller.${k}`] = v;
+      for (const [k, v] of Object.entries(reconcile?.cacheSizes() ?? {})) out[`reconciler.${k}`] = v;
+      for (const [k, v] of Object.entries(admission?.cacheSizes() ?? {})) out[`admission.${k}`] = v;
+      return out;
+    },
+    stop: async () => { await controller?.stop(); await admission?.stop(); },
   };
 }

@@ -17,7 +17,7 @@ import { pipeline } from "node:stream/promises";
 import { Worker } from "node:worker_threads";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { ulid } from "../core/ids.js";
-import { RENDER_ACTIVE_PREFIX, renderActiveKey, renderJobKey, renderJobsPrefix, renderRunningKey, workspaceRoot } from "../core/layout.js";
+import { RENDER_ACTIVE_PREFIX, renderActiveKey, renderJobKey, renderJobsPrefix, workspaceRoot } from "../core/layout.js";
 import { StoreError, type Clock, type ObjectStore, type SlotGate } from "../core/ports.js";
 import { DEFAULT_SIZE, FILE_OPTIONS, type PlotType } from "../plots/options.js";
 import { candidateStem, effectiveJob, HEARTBEAT_MS, outputStem, type OutputFormat, type RenderJobRecord } from "../plots/render-job.js";
@@ -142,7 +142,6 @@ export class RenderJobs {
         });
         if (!done || done.status === "completed" || done.status === "failed") {
           if (done?.status === "failed" && done.owner === null) n++;
-          if (done) await this.deps.store.delete(renderRunningKey(done.organization, id)).catch(() => undefined);
           await this.deps.store.delete(marker.key).catch(() => undefined);
         }
       }
@@ -197,8 +196,7 @@ export class RenderJobs {
     };
     let dir: string | undefined;
     try {
-      release = await this.deps.slots(job.organization, job.job_id, abort.signal);
-      await this.deps.store.put(renderRunningKey(job.organization, job.job_id), key, { contentType: "text/plain" });
+      release = await this.deps.slots(job.organization, job.job_id, abort.signal, "render");
       await this.workerSlot(abort.signal);
       started = performance.now();
       await write((j) => ({ ...j, status: "running", started_at: this.now(), owner: { instance: this.instance, heartbeat_at: this.now() } }));
@@ -221,7 +219,6 @@ export class RenderJobs {
       if (started) { this.busy--; this.waiting.shift()?.(); }
       if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
       await chain;
-      await this.deps.store.delete(renderRunningKey(job.organization, job.job_id)).catch(() => undefined);
       await this.deps.store.delete(renderActiveKey(job.job_id)).catch(() => undefined);
       this.held.delete(job.job_id);
     }

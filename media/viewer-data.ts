@@ -197,7 +197,7 @@ export class ViewerData {
     const done = await this.readJson<PreparedView>(derived + "view.json");
     if (done) return done;
     const abort = new AbortController();
-    const slot = this.deps.slots ? await this.deps.slots(grant.o, `viewer-${fp}`, abort.signal) : () => undefined;
+    const slot = this.deps.slots ? await this.deps.slots(grant.o, `viewer-${fp}`, abort.signal, "preparation") : () => undefined;
     try {
       const place = await this.gate.acquire(grant.o);
       try {

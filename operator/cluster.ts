@@ -14,11 +14,10 @@ import type { Config } from "../core/config.js";
 import type { ObjectStore } from "../core/ports.js";
 import { createKubeClient, scopedClient, type KubeClient } from "../adapters/kubernetes/client.js";
 import { createKubeRunStore, type KubeRunStore } from "../adapters/kubernetes/run-store.js";
+import { KubeClaims } from "../adapters/kubernetes/claims.js";
 import { createJobExecutor, type KubeJobExecutor } from "../adapters/kubernetes/job-executor.js";
 import { LeaderElector } from "../adapters/kubernetes/leader.js";
 import { startJanitor, type Janitor } from "../adapters/kubernetes/janitor.js";
-import { controllerCacheSizes } from "../engine/controller.js";
-import { reconcilerCacheSizes } from "../engine/reconciler.js";
 import { createEngine, type Engine } from "../engine/engine.js";
 import { loadStepPodConfig, type ClusterEngineOptions } from "../wiring/runtime.js";
 import { messageOf } from "../core/errors.js";
@@ -88,7 +87,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-operator", ...(tuning.requestTimeoutMs ? { timeoutMs: tuning.requestTimeoutMs } : {}) });
   const ns = config.OPERON_NAMESPACE;
   const identity = opts.identity ?? `${hostname()}-${randomBytes(4).toString("hex")}`;
-  interface Term { abort: AbortController; runs?: KubeRunStore; executor?: KubeJobExecutor; engine?: Engine; janitor?: Janitor; unwatch?: () => void }
+  interface Term { abort: AbortController; runs?: KubeRunStore; executor?: KubeJobExecutor; claims?: KubeClaims; engine?: Engine; janitor?: Janitor; unwatch?: () => void }
   /** The current term (this replica leads), and the term that is fully started. */
   let term: Term | undefined;
   let active: Required<Omit<Term, "unwatch">> | undefined;
@@ -147,15 +146,18 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
         createdBy: identity,
       },
     });
+    // Tasks outside runs (renders, viewer preparations) of every api-server replica: admitted here, with the steps.
+    const claims = new KubeClaims({ client: c, namespace: ns, onError });
     t.runs = runs;
     t.executor = executor;
+    t.claims = claims;
     t.unwatch = runs.watch(ended);
     const termEnded = new Promise<void>((resolve) => t.abort.signal.addEventListener("abort", () => resolve(), { once: true }));
-    const synced = Promise.all([runs.start(), executor.start()]);
+    const synced = Promise.all([runs.start(), executor.start(), claims.start()]);
     synced.catch(() => undefined);
     await Promise.race([synced, termEnded]);
     if (t.abort.signal.aborted) return;
-    const engine = createEngine({ mode: "cluster", runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, stepPods, log: opts.log });
+    const engine = createEngine({ mode: "cluster", runs, executor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, workers: config.OPERON_OPERATOR_WORKERS, stepPods, claims, instance: identity, log: opts.log });
     t.engine = engine;
     t.janitor = startJanitor({
       client: c, namespace: ns, runs, jobs: executor.jobs, jobsOfRun: (id) => executor.jobsOfRun(id),
@@ -166,7 +168,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       onError: (e) => { if (!t.abort.signal.aborted) opts.log(`clean-up: ${messageOf(e)}`); },
       onDeleted: (kind, name, why) => opts.log(`operator ${identity}: deleted ${kind} ${name}: ${why}`),
     });
-    active = { abort: t.abort, runs, executor, engine, janitor: t.janitor };
+    active = { abort: t.abort, runs, executor, claims, engine, janitor: t.janitor };
     ready = true;
     opts.log(`operator ${identity}: leading; reconciling PipelineRuns in namespace ${ns}`);
   }
@@ -184,6 +186,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
     await t.engine?.stop();
     t.runs?.stop();
     t.executor?.stop();
+    t.claims?.stop();
   }
 
   const lease = config.OPERON_LEASE_DURATION_SECONDS * 1000;
@@ -236,8 +239,7 @@ export async function startOperator(config: Config, store: ObjectStore, opts: Cl
       if (!a) return undefined;
       const out: Record<string, number> = {};
       for (const [k, v] of Object.entries(a.executor.cacheSizes())) out[`executor.${k}`] = v;
-      for (const [k, v] of Object.entries(controllerCacheSizes(a.runs) ?? {})) out[`controller.${k}`] = v;
-      for (const [k, v] of Object.entries(reconcilerCacheSizes(a.runs) ?? {})) out[`reconciler.${k}`] = v;
+      Object.assign(out, a.engine.cacheSizes());
       out["runStore.parsed"] = a.runs.parsedCount();
       out["janitor.pending"] = a.janitor.pending();
       return out;

@@ -201,7 +201,7 @@ export class PipelineService {
     };
     const ended = isFinalStep(step.status);
     if (ended) { const s = await stored(); if (s) return s; }
-    const live = await engine.executor.logs(run.id, step.stepId);
+    const live = await engine.executor?.logs(run.id, step.stepId);
     if (live !== undefined) return { kind: "text", text: tail !== undefined ? lastLines(Buffer.from(live), tail) : live };
     if (!ended) { const s = await stored(); if (s) return s; }
     return { kind: "text", text: "" };

@@ -55,29 +55,36 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
     if (!(await store.head(root + i.source))) throw new OperonError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
   }
   if (engine.mode === "cluster") return runAsPipelineRun(store, engine, clock, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
+  const executor = engine.executor;
+  if (!executor) throw new Error("an embedded engine runs its tool runs itself: it has no executor");
   const now = clock.now();
   const taskId = `tool-${ulid(now, randomBytes(10))}`;
-  // Take a slot like a pipeline step would; wait (never fail) while the organization is full.
-  let release = engine.ledger.tryAcquire(auth.organization, taskId);
-  const deadline = now + SLOT_WAIT_MS;
-  while (!release) {
-    if (clock.now() > deadline) throw new OperonError("unavailable", "no compute slot became free in time; retry later");
-    await new Promise((res) => setTimeout(res, 50));
-    release = engine.ledger.tryAcquire(auth.organization, taskId);
+  // Take a slot like a pipeline step would: queue with the organization's steps, first come
+  // first served; wait (never fail) while the organization is full.
+  const waited = new AbortController();
+  const timer = setTimeout(() => waited.abort(), SLOT_WAIT_MS);
+  let release: () => void;
+  try {
+    release = await engine.slots(auth.organization, taskId, waited.signal, "tool");
+  } catch (e) {
+    if (waited.signal.aborted) throw new OperonError("unavailable", "no compute slot became free in time; retry later");
+    throw e;
+  } finally {
+    clearTimeout(timer);
   }
   try {
     const runRoot = `${root}tool-runs/${runFolderName(now)}-${taskId.slice(-6)}/`;
     const done = new Promise<void>((resolve) => {
-      const unwatch = engine.executor.watch(async (id) => {
+      const unwatch = executor.watch(async (id) => {
         if (id !== taskId) return;
-        const o = (await engine.executor.observe(taskId)).get(tool.id);
+        const o = (await executor.observe(taskId)).get(tool.id);
         if (o && o.phase !== "running") { unwatch(); resolve(); }
       });
     });
-    await engine.executor.submit({ runId: taskId, organization: auth.organization, stepId: tool.id, attempt: 1, toolName: tool.id, invocation: built.invocation, workspaceRoot: root, runRoot, timeoutMs: stepTimeoutMs({ stepId: tool.id }) });
+    await executor.submit({ runId: taskId, organization: auth.organization, stepId: tool.id, attempt: 1, toolName: tool.id, invocation: built.invocation, workspaceRoot: root, runRoot, timeoutMs: stepTimeoutMs({ stepId: tool.id }) });
     await done;
-    const o = (await engine.executor.observe(taskId)).get(tool.id);
-    const log = (await engine.executor.logs(taskId, tool.id)) ?? "";
+    const o = (await executor.observe(taskId)).get(tool.id);
+    const log = (await executor.logs(taskId, tool.id)) ?? "";
     let stdout = "";
     if (built.invocation.stdout) {
       try {
@@ -95,7 +102,7 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
     };
   } finally {
     release();
-    engine.executor.forgetRun?.(taskId);
+    executor.forgetRun?.(taskId);
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Config } from "../core/config.js";
 import { parseStepPodConfig, type StepPodConfig } from "../core/kubernetes/step-pods.js";
@@ -18,6 +19,7 @@ import { createProcessExecutor } from "../adapters/local/process-executor.js";
 import { SANDBOX_PASSWD, probeSandbox } from "../adapters/local/sandbox.js";
 import { createKubeClient, type KubeClient } from "../adapters/kubernetes/client.js";
 import { createKubeRunStore, type KubeRunStore } from "../adapters/kubernetes/run-store.js";
+import { KubeClaims } from "../adapters/kubernetes/claims.js";
 import { createEngine, type Engine } from "../engine/engine.js";
 import { SCOPES, ServiceStore } from "../services/store.js";
 import { messageOf } from "../core/errors.js";
@@ -161,20 +163,6 @@ export async function loadStepPodConfig(path: string | undefined): Promise<StepP
 }
 
 /**
- * A StepExecutor for the api-server in cluster mode, which never runs steps: it only has logs
- * in storage. Its runtime is the steps' (containers), which submission builds invocations for;
- * the mode itself is the engine's `mode`.
- */
-const readOnlyExecutor: StepExecutor = {
-  runtime: "container",
-  submit: () => Promise.reject(new Error("the api-server does not run steps in cluster mode")),
-  observe: () => Promise.resolve(new Map()),
-  kill: () => Promise.resolve(),
-  watch: () => () => undefined,
-  logs: () => Promise.resolve(undefined),
-};
-
-/**
  * The api-server's engine in cluster mode: PipelineRuns in, PipelineRuns out; it runs no
  * steps and reconciles nothing. The operator process builds its own (operator/cluster.ts
  * startOperator: Jobs as the executor, the controller, leader election).
@@ -185,7 +173,10 @@ export async function createApiServerClusterEngine(config: Config, store: Object
   const client = await createKubeClient({ ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), namespace: config.OPERON_NAMESPACE, userAgent: "operon-api-server" });
   const runs = createKubeRunStore({ client, namespace: config.OPERON_NAMESPACE, writeStatus: false, onError: (e) => opts.log(`pipelineruns watch: ${messageOf(e)}`) });
   await runs.start();
-  const engine = createEngine({ mode: "cluster", runs, executor: readOnlyExecutor, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, log: opts.log });
-  return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); client.close(); } };
+  // Renders and viewer preparations wait in the organization's queue as claims the operator admits.
+  const claims = new KubeClaims({ client, namespace: config.OPERON_NAMESPACE, onError: (e) => opts.log(`claims watch: ${messageOf(e)}`) });
+  await claims.start();
+  const engine = createEngine({ mode: "cluster", runs, store, clock: { now: () => Date.now() }, orgConcurrency: () => config.OPERON_ORG_CONCURRENCY, controller: false, stepPods, claims, instance: `api-server-${hostname()}-${randomBytes(3).toString("hex")}`, log: opts.log });
+  return { engine, runs, client, stop: async () => { await engine.stop(); runs.stop(); claims.stop(); client.close(); } };
 }
 

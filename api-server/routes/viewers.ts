@@ -30,7 +30,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
   const { store, config, clock, engine } = app.operon.deps;
   const readers = new ReaderPool(opts.readers);
   app.addHook("onClose", () => readers.close());
-  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner(), readers, ...(engine ? { slots: organizationSlots(engine, store) } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
+  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner(), readers, ...(engine ? { slots: organizationSlots(engine) } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
   const assets = loadAssets();
   if (!assets.has("common.js")) app.log.error("viewer pages unavailable: web/viewers/ is not installed next to the api-server");
 
