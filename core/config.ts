@@ -97,7 +97,7 @@ const EnvSchema = z.object({
   OPERON_CLEANUP_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Operator: parallel reconciles. */
   OPERON_OPERATOR_WORKERS: z.coerce.number().int().min(1).max(64).default(8),
-  /** The agent's LLM: `openai` (chat completions: OpenAI, Ollama, vLLM, llama.cpp) or `anthropic` (Messages). Unset: no agent (503). */
+  /** The agent's LLM: `openai` (chat completions: OpenAI, Ollama, vLLM, llama.cpp) or `anthropic` (Messages). Unset: no agent (the query routes answer unavailable). */
   OPERON_LLM_PROVIDER: z.enum(["anthropic", "openai"]).optional(),
   /** The provider's API base, e.g. http://127.0.0.1:11434/v1 for Ollama (default: the provider's own). */
   OPERON_LLM_BASE_URL: z.url().optional(),

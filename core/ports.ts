@@ -109,7 +109,7 @@ export interface ObjectStore {
 /**
  * Errors every ObjectStore adapter throws, so callers can map them to HTTP statuses.
  * `Unavailable`: the store cannot be reached or is failing (refused, reset or timed-out
- * connections, 5xx answers) and a later retry may succeed; the API answers 503.
+ * connections, 5xx answers) and a later retry may succeed; the API answers unavailable.
  */
 export class StoreError extends Error {
   constructor(readonly code: "NotFound" | "PreconditionFailed" | "TooLarge" | "RangeNotSatisfiable" | "Unavailable" | "InvalidKey", message: string) {

@@ -51,7 +51,7 @@ export function detectViewer(path: string, override?: ViewerFormat): Detected | 
   return hit ? { format: hit[1], subtype: hit[2], gzipped } : undefined;
 }
 
-/** The extensions detection knows, for the 400 that lists them. */
+/** The extensions detection knows, for the invalid_request error that lists them. */
 export const KNOWN_EXTENSIONS: readonly string[] = EXTENSIONS.map(([e]) => `.${e}`);
 
 export interface Region { chr: string; start: number; end: number }

@@ -335,7 +335,7 @@ export function stepCompute(input: StepComputeInput): StepCompute {
 
 /**
  * Why a spec cannot run under this configuration, checked at submission in cluster mode
- * (400, nothing created): a step asking for more than maxResources, a tool without an image.
+ * (invalid_request, nothing created): a step asking for more than maxResources, a tool without an image.
  * Paths are JSON pointers; messages name the field as `steps[i].resources.memory`.
  */
 export function stepPodIssues(spec: Pick<PipelineSpec, "steps">, config: StepPodConfig, tools: ToolCatalogue = defaultCatalogue): Issue[] {
