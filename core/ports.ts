@@ -107,7 +107,7 @@ export interface ObjectStore {
 }
 
 /**
- * Errors every ObjectStore adapter throws, so callers can map them to HTTP statuses.
+ * Errors every ObjectStore adapter throws, so callers can map them to error codes (core/errors.ts).
  * `Unavailable`: the store cannot be reached or is failing (refused, reset or timed-out
  * connections, 5xx answers) and a later retry may succeed; the API answers unavailable.
  */

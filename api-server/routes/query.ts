@@ -78,6 +78,13 @@ function sendEvents(reply: FastifyReply, turn: RunningTurn, after: number, keepA
 
 const ConversationIdSchema = z.string().min(1).max(128);
 
+/** The prompt, from `prompt` or its aliases `query` and `message`. */
+function promptOf(b: { prompt?: string | undefined; query?: string | undefined; message?: string | undefined }): string {
+  const prompt = b.prompt ?? b.query ?? b.message;
+  if (prompt === undefined) throw new OperonError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
+  return prompt;
+}
+
 export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps; keepAliveMs?: number }): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const turns = new TurnRegistry();
@@ -94,8 +101,7 @@ export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps
   }, async (req) => {
     const auth = requireAuth(req);
     const b = req.body;
-    const prompt = b.prompt ?? b.query ?? b.message;
-    if (prompt === undefined) throw new OperonError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
+    const prompt = promptOf(b);
     // The turn is not tied to the connection: a client that goes away does not stop it, and it is recorded.
     const turn = await turns.start(opts.query, auth, { prompt, workspace_id: b.workspace_id, conversation_id: b.conversation_id, require_confirmation: b.require_confirmation }, (err) => req.log.error({ err }, "assistant turn failed"));
     return { data: await turn.next() };
@@ -117,8 +123,7 @@ export async function queryRoutes(app: FastifyInstance, opts: { query: QueryDeps
       const running = turns.get(auth, b.conversation_id);
       if (running) return sendEvents(reply, running, after, keepAliveMs);
     }
-    const prompt = b.prompt ?? b.query ?? b.message;
-    if (prompt === undefined) throw new OperonError("invalid_request", "prompt: is required (or its alias query or message)", { field: "prompt" });
+    const prompt = promptOf(b);
     const turn = await turns.start(opts.query, auth, { prompt, workspace_id: b.workspace_id, conversation_id: b.conversation_id, require_confirmation: b.require_confirmation, stream: true }, (err) => req.log.error({ err }, "assistant turn failed"));
     return sendEvents(reply, turn, 0, keepAliveMs);
   });
