@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunManifestSchema } from "../../core/manifest.js";
-import { testApp, type TestApp } from "../support/app.js";
-import { sleep, until } from "../support/wait.js";
+import { testApp, type TestApp, endedRun, readStored as readStoredOf } from "../support/app.js";
+import { sleep } from "../support/wait.js";
 
 const data = mkdtempSync(join(tmpdir(), "operon-e2e-"));
 t.teardown(() => rmSync(data, { recursive: true, force: true }));
@@ -37,21 +37,9 @@ for (const f of ["a_ref.fa", "a_r1.fastq", "a_r2.fastq", "b_ref.fa", "b_r1.fastq
 
 type RunView = { status: string; steps: Array<{ step_id: string; status: string; error: string | null }>; output_paths: string[]; output_folder: string; error: string | null };
 /** The run once it has ended (the timeout's error shows its steps as last seen). */
-async function poll(id: string, timeoutMs = 60_000): Promise<RunView> {
-  let last: RunView | undefined;
-  return until(() => `run ${id} to end: ${JSON.stringify(last?.steps)}`, async () => {
-    const r = await a.app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=ws1`, headers: h });
-    last = r.json().data as RunView;
-    return ["completed", "failed", "cancelled"].includes(last.status) ? last : undefined;
-  }, timeoutMs, 100);
-}
-
-async function readStored(key: string): Promise<Buffer> {
-  const { body } = await a.store.get(key);
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(Buffer.from(c));
-  return Buffer.concat(chunks);
-}
+/** The run once it has ended. */
+const poll = (id: string, timeoutMs = 60_000) => endedRun<RunView>(a, h, id, { timeoutMs });
+const readStored = (key: string) => readStoredOf(a.store, key);
 
 t.test("bwa-align runs to completion with provenance", async (t) => {
   const res = await a.app.inject({ method: "POST", url: "/v1/pipelines", headers: h, payload: { workspace_id: "ws1", pipeline_id: "bwa-align", input: { reads1: "data/a_r1.fastq", reads2: "data/a_r2.fastq", reference: "data/a_ref.fa", sampleName: "s1" } } });

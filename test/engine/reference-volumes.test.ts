@@ -22,7 +22,7 @@ import { BUILTIN_TOOLS, createCatalogue, type ToolDefinition } from "../../core/
 import { Stager, file, invocation } from "../../core/tools/params.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { ObservedStepState } from "../../core/ports.js";
-import { testApp } from "../support/app.js";
+import { testApp, endedRun, readStored as readStoredOf } from "../support/app.js";
 import { simulateReads } from "../support/reads.js";
 import { until } from "../support/wait.js";
 
@@ -69,20 +69,9 @@ await a.store.put(`${WS}data/r1.fastq`, reads1);
 await a.store.put(`${WS}data/r2.fastq`, reads2);
 
 type RunView = { id: string; status: string; error: string | null; output_folder: string; steps: Array<{ step_id: string; status: string; error: string | null }> };
-async function poll(id: string, timeoutMs = 120_000): Promise<RunView> {
-  let last: RunView | undefined;
-  return until(() => `run ${id} to end (still ${last?.status})`, async () => {
-    const r = await a.app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=ws1`, headers: h });
-    last = r.json().data as RunView;
-    return ["completed", "failed", "cancelled"].includes(last.status) ? last : undefined;
-  }, timeoutMs, 100);
-}
-async function readStored(k: string): Promise<Buffer> {
-  const { body } = await a.store.get(k);
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(Buffer.from(c));
-  return Buffer.concat(chunks);
-}
+/** The run once it has ended. */
+const poll = (id: string, timeoutMs = 120_000) => endedRun<RunView>(a, h, id, { timeoutMs });
+const readStored = (key: string) => readStoredOf(a.store, key);
 const manifestOf = async (run: RunView): Promise<RunManifest> => RunManifestSchema.parse(JSON.parse((await readStored(`${WS}${run.output_folder}/run.json`)).toString()));
 
 /** bwa mem against the reference input, sorted into BAM, counted. */

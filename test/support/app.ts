@@ -14,6 +14,7 @@ import { createLocalRunStore } from "../../adapters/local/run-store.js";
 import { createProcessExecutor } from "../../adapters/local/process-executor.js";
 import type { Clock, ObjectStore } from "../../core/ports.js";
 import type { ToolCatalogue } from "../../core/tools/index.js";
+import { until } from "./wait.js";
 
 export const SECRET = "test-signing-secret-0123456789abcdef";
 
@@ -71,4 +72,25 @@ export function multipartBody(fields: Array<[string, string]>, file?: { name: st
   }
   parts.push(Buffer.from(`--${boundary}--\r\n`));
   return { payload: Buffer.concat(parts), headers: { "content-type": `multipart/form-data; boundary=${boundary}` } };
+}
+
+/**
+ * A run as `GET /v1/pipelines/:id` shows it, once it has ended; the timeout's error shows its
+ * status and steps as last seen.
+ */
+export async function endedRun<R extends { status: string; steps?: unknown }>(a: TestApp, headers: Record<string, string>, id: string, opts: { workspace?: string; timeoutMs?: number } = {}): Promise<R> {
+  let last: R | undefined;
+  return until(() => `run ${id} to end (last seen ${last?.status}: ${JSON.stringify(last?.steps)})`, async () => {
+    const r = await a.app.inject({ method: "GET", url: `/v1/pipelines/${id}?workspace_id=${opts.workspace ?? "ws1"}`, headers });
+    last = r.json().data as R;
+    return ["completed", "failed", "cancelled"].includes(last.status) ? last : undefined;
+  }, opts.timeoutMs ?? 60_000, 100);
+}
+
+/** A stored object's bytes. */
+export async function readStored(store: ObjectStore, key: string): Promise<Buffer> {
+  const { body } = await store.get(key);
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(Buffer.from(c));
+  return Buffer.concat(chunks);
 }
