@@ -198,13 +198,13 @@ export class Ledger {
 export interface QueuedRun { id: string; createdAt: number; steps: ReadonlyArray<{ stepId: string; status: string }> }
 
 /**
- * Positions of an organization's waiting steps, from its runs' records (for a process that
- * holds no ledger: the api-server in cluster mode). Running steps take the slots; waiting
+ * Positions of an organization's waiting steps, from its runs' records and its claims as
+ * listed (for a process that holds no ledger: the api-server in cluster mode). Running steps take the slots; waiting
  * steps queue first come, first served, exactly as `allocate` orders them.
  */
-export function queuePositions(limit: number, runs: readonly QueuedRun[]): Map<string, Map<string, number>> {
-  let active = 0;
-  const demands: Demand[] = [];
+export function queuePositions(limit: number, runs: readonly QueuedRun[], claims: ObservedClaims = { admitted: [], waiting: [] }): Map<string, Map<string, number>> {
+  let active = claims.admitted.length;
+  const demands: Demand[] = claims.waiting.map((w) => ({ runId: w.id, createdAt: w.createdAt, ready: [w.id] }));
   for (const r of runs) {
     active += r.steps.filter((s) => s.status === "running").length;
     const ready = r.steps.filter((s) => s.status === "waiting").map((s) => s.stepId);

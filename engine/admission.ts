@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { ulid } from "../core/ids.js";
 import type { ClaimStore, Clock, ComputeClaim, SlotGate } from "../core/ports.js";
-import type { Ledger } from "../core/quota.js";
+import type { Ledger, ObservedClaims } from "../core/quota.js";
 import { runWorkers, WorkQueue } from "./workqueue.js";
 
 /** How long a claim lives without a renewal (its holder renews it three times as often). */
@@ -19,6 +19,15 @@ export const CLAIM_TTL_MS = 30_000;
 
 /** A fresh claim id: time-ordered, lowercase, valid as a Kubernetes object name's suffix. */
 export const newClaimId = (now: number) => `c-${ulid(now, randomBytes(10)).toLowerCase()}`;
+
+/** An organization's claims among `claims`, as the ledger observes them: admitted, or waiting with their place. */
+export function observedClaims(claims: readonly ComputeClaim[], organization: string): ObservedClaims {
+  const own = claims.filter((c) => c.organization === organization);
+  return {
+    admitted: own.filter((c) => c.admittedAt !== undefined).map((c) => c.id),
+    waiting: own.filter((c) => c.admittedAt === undefined).map((c) => ({ id: c.id, createdAt: c.createdAt })),
+  };
+}
 
 /** Claims in this process's memory (embedded mode, tests). */
 export class MemoryClaims implements ClaimStore {
@@ -172,10 +181,7 @@ export function startAdmission(o: AdmissionOptions) {
       nextCheck = Math.min(nextCheck, left + 1);
       live.push(c);
     }
-    o.ledger.observeClaims(org, {
-      admitted: live.filter((c) => c.admittedAt !== undefined).map((c) => c.id),
-      waiting: live.filter((c) => c.admittedAt === undefined).map((c) => ({ id: c.id, createdAt: c.createdAt })),
-    });
+    o.ledger.observeClaims(org, observedClaims(live, org));
     const admit = o.ledger.admittedTasks(org);
     for (const id of admit) o.ledger.assume(org, id, [id]);
     for (const [i, id] of admit.entries()) {

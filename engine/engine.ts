@@ -22,7 +22,7 @@ import { validateSpec } from "../core/spec/validate.js";
 import { isReferenceUri } from "../core/paths.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 import { stepPodIssues, type StepPodConfig } from "../core/kubernetes/step-pods.js";
-import { claimSlots, MemoryClaims, startAdmission } from "./admission.js";
+import { claimSlots, MemoryClaims, observedClaims, startAdmission } from "./admission.js";
 import { startController } from "./controller.js";
 import { createReconciler } from "./reconciler.js";
 import { runFolderClaimKey, workspaceRoot } from "../core/layout.js";
@@ -213,8 +213,7 @@ export function createEngine(deps: EngineDeps): Engine {
       for (const a of (await executor.activeSteps?.()) ?? []) ledger.observe(a.organization, a.runId, 0, { known: a.stepIds, running: a.stepIds, ready: [] });
       const listed = await claims.list();
       for (const org of new Set(listed.map((c) => c.organization))) {
-        const own = listed.filter((c) => c.organization === org);
-        ledger.observeClaims(org, { admitted: own.filter((c) => c.admittedAt !== undefined).map((c) => c.id), waiting: own.filter((c) => c.admittedAt === undefined).map((c) => ({ id: c.id, createdAt: c.createdAt })) });
+        ledger.observeClaims(org, observedClaims(listed, org));
       }
     },
     onError: (id, e) => deps.log?.(`reconcile ${id} failed: ${messageOf(e)}`),
@@ -267,7 +266,7 @@ export function createEngine(deps: EngineDeps): Engine {
     for (const org of orgs) {
       if (controller) { byOrg.set(org, positionsOf(ledger.allocation(org))); continue; }
       const active = [...await deps.runs.list({ organization: org, status: "running" }), ...await deps.runs.list({ organization: org, status: "queued" })];
-      byOrg.set(org, queuePositions(ledger.limit(org), active.map((r) => ({ id: r.id, createdAt: Date.parse(r.createdAt), steps: r.steps }))));
+      byOrg.set(org, queuePositions(ledger.limit(org), active.map((r) => ({ id: r.id, createdAt: Date.parse(r.createdAt), steps: r.steps })), observedClaims(await claims.list(), org)));
     }
     return list.map((r) => {
       const pos = byOrg.get(r.organization)?.get(r.id);

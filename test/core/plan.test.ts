@@ -240,4 +240,8 @@ t.test("queuePositions: from run records, the same order as the ledger's allocat
   t.same(ledger.allocation("o").waiting.get("r2"), [{ stepId: "a", position: 2 }, { stepId: "b", position: 3 }], "the ledger agrees");
   const free = queuePositions(3, runs);
   t.same([...(free.get("r2") ?? [])], [["b", 1]], "with 2 slots free the first two waiting steps are about to start: no position");
+  const withClaims = queuePositions(3, runs, { admitted: ["c-held"], waiting: [{ id: "c-early", createdAt: 1.5 }] });
+  t.same([...(withClaims.get("r2") ?? [])], [["a", 2], ["b", 3]], "an admitted claim holds a slot (r1's y takes the last) and a claim that asked before r2 goes before it");
+  ledger.observeClaims("o", { admitted: [], waiting: [{ id: "c-early", createdAt: 1.5 }] });
+  t.same(ledger.allocation("o").waiting.get("r2"), [{ stepId: "a", position: 3 }, { stepId: "b", position: 4 }], "the ledger orders the claim the same way");
 });
