@@ -3,8 +3,9 @@
  * down this table, so there is no cycle between folders, `api-server/` (HTTP) and
  * `operator/` (controller process) never reach into each other, the control loop (`engine/`)
  * and the pure layers (`core/`, `plots/`) import no I/O layer, and the application services
- * reach media preparation only through the ports wiring hands them. Static imports, dynamic
- * `import()` and `export … from` all count.
+ * reach media preparation only through the ports wiring hands them. Inside plots/, files
+ * import one way (data/ → layout/ → paint/, composed by plots/<type>.ts) and form no cycle.
+ * Static imports, dynamic `import()` and `export … from` all count.
  */
 import t from "tap";
 import { readdirSync, readFileSync } from "node:fs";
@@ -93,4 +94,47 @@ t.test("imports between top-level folders go down the layers; no cycle", async (
   const graph = new Map([...edges].map(([k, v]) => [k, [...v.keys()]]));
   const cycle = findCycle(graph);
   t.equal(cycle, undefined, cycle ? `a cycle between folders: ${cycle.join(" → ")}` : "no cycle between folders");
+});
+
+/**
+ * Inside plots/ (a renderer is data/ → layout/ → paint/, composed by plots/<type>.ts): file →
+ * file imports, each with the specifier that makes it.
+ */
+function plotsFileEdges(): Map<string, Map<string, string>> {
+  const root = join(repo, "plots");
+  const edges = new Map<string, Map<string, string>>();
+  for (const file of tsFiles(root)) {
+    const from = relative(repo, file);
+    const out = new Map<string, string>();
+    for (const m of readFileSync(file, "utf8").matchAll(SPECIFIER)) {
+      const target = relative(repo, resolve(dirname(file), (m[1] as string).replace(/\.js$/, ".ts")));
+      if (target.startsWith("plots/")) out.set(target, m[1] as string);
+    }
+    edges.set(from, out);
+  }
+  return edges;
+}
+
+t.test("no import cycle between the files of plots/ (volcano and Manhattan included)", async (t) => {
+  const edges = plotsFileEdges();
+  t.ok((edges.get("plots/manhattan.ts")?.size ?? 0) > 3, "the scan sees imports inside plots/");
+  const graph = new Map([...edges].map(([k, v]) => [k, [...v.keys()]]));
+  const cycle = findCycle(graph);
+  t.equal(cycle, undefined, cycle ? `an import cycle inside plots/: ${cycle.join(" → ")}` : "no cycle inside plots/");
+});
+
+t.test("inside plots/, data/ imports neither layout/ nor paint/, and layout/ does not import paint/", async (t) => {
+  const rank = (f: string) => (f.startsWith("plots/data/") ? 0 : f.startsWith("plots/layout/") ? 1 : f.startsWith("plots/paint/") ? 2 : undefined);
+  let checked = 0;
+  for (const [from, out] of plotsFileEdges()) {
+    const rf = rank(from);
+    if (rf === undefined) continue;
+    for (const [to, spec] of out) {
+      const rt = rank(to);
+      if (rt === undefined) continue;
+      checked++;
+      if (rt > rf) t.fail(`${from} imports ${spec}: ${["data", "layout", "paint"][rf]}/ may not import ${["data", "layout", "paint"][rt]}/`);
+    }
+  }
+  t.ok(checked > 50, `imports between data/, layout/ and paint/ checked: ${checked}`);
 });
