@@ -5,10 +5,14 @@
  * ChartError, the error a renderer throws for a problem in the user's data or options. Every
  * other module of plots/ is one step of a renderer: data/ → layout/ → paint/.
  */
+import { OperonError } from "../core/errors.js";
 
-/** A problem in the user's data or options, worded for a scientist (it becomes the job's `error`). */
-export class ChartError extends Error {
-  constructor(message: string) { super(message); this.name = "ChartError"; }
+/**
+ * A problem in the user's data or options, worded for a scientist (it becomes the job's
+ * `error`): the taxonomy's `validation_failed` (core/errors.ts).
+ */
+export class ChartError extends OperonError {
+  constructor(message: string) { super("validation_failed", message); this.name = "ChartError"; }
 }
 
 /** The data a chart drew, written next to the image as TSV. */

@@ -193,10 +193,9 @@ export async function renderTask(t: RenderTask): Promise<RenderResult> {
     }).render().asPng();
     return { ok: true, image: png, tsv, width: Math.round(chart.width * scale), height: Math.round(chart.height * scale), rows: chart.data.rows.length };
   } catch (e) {
-    // A ChartError (plots/) is the input's fault, the taxonomy's validation_failed: a data error,
+    // The input's fault (a ChartError of plots/, or another validation_failed): a data error,
     // whose message is the job's error as is.
-    const err = e instanceof ChartError ? new OperonError("validation_failed", e.message, undefined, { cause: e }) : e;
-    if (err instanceof OperonError && err.code === "validation_failed") return { ok: false, data: true, error: err.message };
+    if (e instanceof OperonError && e.code === "validation_failed") return { ok: false, data: true, error: e.message };
     return { ok: false, data: false, error: messageOf(e) };
   }
 }
