@@ -144,6 +144,14 @@ export class Ledger {
     return [...this.allocation(org).admitted.keys()].filter((id) => tasks?.has(id));
   }
 
+  /** Whether any claim (task outside runs) of the organization waits for a slot. */
+  hasWaitingClaims(org: string): boolean {
+    const b = this.orgs.get(org);
+    if (!b) return false;
+    for (const id of b.tasks) if (b.demands.has(id)) return true;
+    return false;
+  }
+
   /** Runs of the organization that have steps waiting for a slot. */
   waitingRuns(org: string): string[] {
     const b = this.orgs.get(org);

@@ -145,7 +145,7 @@ export interface AdmissionOptions {
   claims: ClaimStore;
   ledger: Ledger;
   clock: Clock;
-  /** After a pass over an organization that left a slot free: its waiting runs may start a step. */
+  /** A pass released slots (claims ended or expired) and one is free: the organization's waiting runs may start a step. */
   onSlotFree?: (organization: string) => void;
   onError?: (organization: string, error: unknown) => void;
 }
@@ -164,6 +164,7 @@ export function startAdmission(o: AdmissionOptions) {
 
   async function reconcile(org: string): Promise<{ requeueAfterMs?: number }> {
     const now = o.clock.now();
+    const heldBefore = o.ledger.inUse(org);
     const listed = (await o.claims.list()).filter((c) => c.organization === org);
     const ids = new Set(listed.map((c) => c.id));
     for (const [id, r] of renewals) if (r.org === org && !ids.has(id)) renewals.delete(id);
@@ -194,7 +195,9 @@ export function startAdmission(o: AdmissionOptions) {
       }
       if (!written) o.ledger.undo(org, id, id);
     }
-    if (o.ledger.inUse(org) < o.ledger.limit(org)) o.onSlotFree?.(org);
+    // Slots this pass gave back (claims released or expired) may go to runs waiting behind them.
+    const held = o.ledger.inUse(org);
+    if (held < heldBefore && held < o.ledger.limit(org)) o.onSlotFree?.(org);
     return Number.isFinite(nextCheck) ? { requeueAfterMs: nextCheck } : {};
   }
 

@@ -205,7 +205,8 @@ export function createEngine(deps: EngineDeps): Engine {
     metrics, name: CONTROLLER_NAME,
     waitingRuns: (org) => ledger.admittedRuns(org),
     hasFreeSlot: (org) => ledger.inUse(org) < ledger.limit(org),
-    onSlotFree: (org) => admission?.enqueue(org),
+    // A step's slot freed: the admission loop looks again only if a claim of the organization waits.
+    onSlotFree: (org) => { if (ledger.hasWaitingClaims(org)) admission?.enqueue(org); },
     // The ledger starts from the steps running now (live Jobs) and the claims admitted now,
     // before anything is admitted.
     prime: async () => {

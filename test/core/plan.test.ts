@@ -153,6 +153,8 @@ t.test("Ledger: assume before create, undo on failure, observe replaces assumpti
   t.same(alloc.admitted.get("r1"), ["b"]);
   l.observeClaims("acme", { admitted: [], waiting: [{ id: "tool-1", createdAt: 2 }] });
   t.same(l.admittedTasks("acme"), [], "a synchronous task waits behind queued steps");
+  t.ok(l.hasWaitingClaims("acme"), "a claim waits");
+  t.notOk(l.hasWaitingClaims("globex"), "another organization has none");
   t.same(l.admittedRuns("acme"), ["r1"], "which keep their place");
   l.observe("acme", "r1", 1, { known: ["a", "b"], running: [], ready: ["c"] });
   t.equal(l.inUse("acme"), 0, "steps that started and finished between two reconciles free their slots");
