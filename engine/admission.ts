@@ -111,6 +111,7 @@ export function claimSlots(o: ClaimSlotsOptions): SlotGate {
     };
     const unwatch = o.claims.watch((_org, changed) => { if (changed === id) check().catch(() => undefined); });
     const renewal = setInterval(() => {
+      if (!created) return; // still being created: nothing to renew yet
       o.claims.renew(id, o.clock.now()).then((alive) => { if (!alive) settle(false); }, () => undefined);
     }, Math.max(10, Math.floor(ttlMs / 3)));
     renewal.unref?.();
