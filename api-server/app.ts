@@ -31,8 +31,7 @@ import type { ReaderPoolOptions } from "../media/readers/pool.js";
 import type { ViewerDataDeps } from "../media/viewer-data.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
 import type { Engine } from "../engine/engine.js";
-import type { RenderJobs } from "../media/render-jobs.js";
-import { createRenderJobs } from "../wiring/slots.js";
+import { RenderJobs } from "../media/render-jobs.js";
 import { renderRoutes } from "./routes/render.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { PipelineService } from "../services/pipelines.js";
@@ -207,10 +206,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(viewerRoutes, { ...(deps.toolRunner ? { runner: deps.toolRunner } : {}), ...(deps.readers ? { readers: deps.readers } : {}), ...(deps.viewerLimits ? { limits: deps.viewerLimits } : {}) });
   let renders = deps.renders;
   if (!renders && deps.engine) {
-    const made = createRenderJobs(deps.engine, deps.store, clock, { metrics: metrics.registry, log: (m) => app.log.warn(m) });
-    renders = made.jobs;
+    // A render waits for its slot in the organization's one queue (the engine's admission path).
+    renders = new RenderJobs({ store: deps.store, clock, slots: deps.engine.slots, metrics: metrics.registry, log: (m) => app.log.warn(m) });
     // One embedded server per data directory: jobs an earlier process held cannot still be running.
-    await renders.start({ previousProcessesAreGone: made.embedded });
+    await renders.start({ previousProcessesAreGone: deps.engine.mode === "embedded" });
     const owned = renders;
     app.addHook("onClose", async () => { await owned.stop(); });
   }

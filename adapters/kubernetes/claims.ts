@@ -10,6 +10,7 @@
 import type { ClaimKind, ClaimStore, ComputeClaim } from "../../core/ports.js";
 import { isNotFound, paths, type KubeClient } from "./client.js";
 import { Informer, type KubeObject } from "./informer.js";
+import { micro } from "./leader.js";
 
 export const CLAIM_LABEL = "operon.dev/claim";
 const A = {
@@ -25,7 +26,6 @@ interface ClaimLease extends KubeObject {
   spec?: { holderIdentity?: string | null; leaseDurationSeconds?: number; acquireTime?: string | null; renewTime?: string | null };
 }
 
-const micro = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
 const PREFIX = "operon-claim-";
 
 function toClaim(l: ClaimLease): ComputeClaim | undefined {

@@ -40,7 +40,8 @@ export interface LeaderElectionOptions {
   now?: () => number;
 }
 
-const micro = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
+/** A time as a Lease field wants it (MicroTime: microseconds, UTC). */
+export const micro = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
 
 /** What one attempt to take or renew the Lease found. */
 type Attempt = "ours" | "held" | "failed";

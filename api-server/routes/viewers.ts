@@ -15,7 +15,6 @@ import { workspaceRoot as workspaceRootKey } from "../../core/layout.js";
 import { DATA_NAMES, ViewerData, type DataName, type ViewerDataDeps } from "../../media/viewer-data.js";
 import { createToolRunner, type ToolRunner } from "../../adapters/local/tool-runner.js";
 import { ReaderPool, type ReaderPoolOptions } from "../../media/readers/pool.js";
-import { organizationSlots } from "../../wiring/slots.js";
 import { OperonError } from "../../core/errors.js";
 import { HTTP_STATUS } from "../errors.js";
 import { dataOf, errorResponses, jsonResponse } from "../openapi.js";
@@ -30,7 +29,7 @@ export async function viewerRoutes(app: FastifyInstance, opts: { runner?: ToolRu
   const { store, config, clock, engine } = app.operon.deps;
   const readers = new ReaderPool(opts.readers);
   app.addHook("onClose", () => readers.close());
-  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner(), readers, ...(engine ? { slots: organizationSlots(engine) } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
+  const data = new ViewerData({ store, runner: opts.runner ?? createToolRunner(), readers, ...(engine ? { slots: engine.slots } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
   const assets = loadAssets();
   if (!assets.has("common.js")) app.log.error("viewer pages unavailable: web/viewers/ is not installed next to the api-server");
 

@@ -13,6 +13,7 @@ import type { JobObject } from "../../core/kubernetes/jobs.js";
 import { createApiServerClusterEngine, createStore } from "../../wiring/runtime.js";
 import { createKubeClient, paths, type KubeClient } from "../../adapters/kubernetes/client.js";
 import { startStageOut, type StageOutDecision } from "../support/job-sim.js";
+import { micro } from "../../adapters/kubernetes/leader.js";
 import { startTestEnv } from "../support/k8s-env.js";
 import { startOperatorProcess } from "../support/operator-process.js";
 import { until } from "../support/wait.js";
@@ -149,7 +150,7 @@ t.test("a replica that dies with a claim frees its slot once the claim expires",
     body: {
       apiVersion: "coordination.k8s.io/v1", kind: "Lease",
       metadata: { name: "operon-claim-c-dead", labels: { "operon.dev/claim": "compute" }, annotations: { "operon.dev/organization": "acme", "operon.dev/claim-kind": "render", "operon.dev/task": "orphan", "operon.dev/queued-at-ms": String(now), "operon.dev/ttl-ms": "2000", "operon.dev/admitted-at-ms": String(now) } },
-      spec: { holderIdentity: "gone", leaseDurationSeconds: 2, renewTime: new Date(now).toISOString().replace("Z", "000Z") },
+      spec: { holderIdentity: "gone", leaseDurationSeconds: 2, renewTime: micro(now) },
     },
   });
   const [a] = s.replicas;
