@@ -94,6 +94,11 @@ export interface ObjectStore {
    */
   readonly reusablePresignedPuts?: boolean;
   /**
+   * Optional: multipart uploads (docs/storage.md#multipart-uploads), for files larger than one
+   * presigned PUT takes (5 GiB). Both adapters have them.
+   */
+  readonly multipart?: MultipartUploads;
+  /**
    * Optional: a number that changes whenever this store writes or deletes anything, for
    * stores that own their data (the local one). Lets callers cache listings safely.
    */
@@ -106,13 +111,53 @@ export interface ObjectStore {
   localPath?(key: string): string | undefined;
 }
 
+/** One part of a multipart upload, as the store received it. `etag` is the hex MD5 of its bytes, unquoted. */
+export interface UploadedPart { partNumber: number; size: number; etag: string }
+
+/** An upload begun but neither completed nor aborted (for the sweep of abandoned uploads). */
+export interface OpenUpload { key: string; uploadId: string; initiated: Date }
+
+/**
+ * Multipart uploads (S3's model; docs/storage.md#multipart-uploads): one object's bytes sent
+ * as numbered parts (1..10,000; every part but the last at least 5 MiB), in any order and in
+ * parallel, each to a presigned URL of its own; `complete` makes the parts, in part order,
+ * the object at `key` at once (never visible half written, no copy of the bytes), `abort`
+ * discards them. Parts are never visible in listings. A part URL answers the part's ETag
+ * (its MD5, quoted); a `Content-MD5` header sent with a part is checked against its bytes.
+ */
+export interface MultipartUploads {
+  /** Begins an upload of `size` bytes in parts of `partSize` (the last part takes the rest); returns the store's upload id. */
+  create(key: string, o: { size: number; partSize: number; contentType?: string; metadata?: Record<string, string> }): Promise<string>;
+  /** A URL taking part `partNumber` by PUT, exactly `size` bytes (signed in), for `expiresIn` seconds; parts may be sent again until complete. */
+  presignPart(key: string, uploadId: string, partNumber: number, o: { expiresIn: number; size: number }): Promise<string>;
+  /** The parts received so far, in part order. StoreError NotFound when there is no such open upload. */
+  listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
+  /**
+   * Makes `parts` (in part order, etags as listParts gives them) the object at `key`, with the
+   * content type and metadata given to create; the object has no sha256 yet. StoreError
+   * NotFound when there is no such open upload, PreconditionFailed when a part is missing or
+   * its etag differs.
+   */
+  complete(key: string, uploadId: string, parts: ReadonlyArray<{ partNumber: number; etag: string }>): Promise<ObjectInfo>;
+  /** Discards the upload and its parts; an absent upload is not an error. */
+  abort(key: string, uploadId: string): Promise<void>;
+  /** Uploads begun before `before`, at most `limit`. */
+  listOpen(before: Date, limit: number): Promise<OpenUpload[]>;
+  /**
+   * Only for stores whose part URLs the api-server serves (the local one): stores part
+   * `partNumber`'s bytes, exactly `size` of them; `md5` (base64, from Content-MD5) when the
+   * client sent one: a mismatch stores nothing and fails with StoreError "BadDigest".
+   */
+  putPart?(key: string, uploadId: string, partNumber: number, body: ByteStream, o: { size: number; md5?: string }): Promise<UploadedPart>;
+}
+
 /**
  * Errors every ObjectStore adapter throws, so callers can map them to error codes (core/errors.ts).
  * `Unavailable`: the store cannot be reached or is failing (refused, reset or timed-out
  * connections, 5xx answers) and a later retry may succeed; the API answers unavailable.
  */
 export class StoreError extends Error {
-  constructor(readonly code: "NotFound" | "PreconditionFailed" | "TooLarge" | "RangeNotSatisfiable" | "Unavailable" | "InvalidKey", message: string) {
+  constructor(readonly code: "NotFound" | "PreconditionFailed" | "TooLarge" | "RangeNotSatisfiable" | "Unavailable" | "InvalidKey" | "BadDigest", message: string) {
     super(message);
     this.name = "StoreError";
   }
