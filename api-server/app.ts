@@ -39,6 +39,7 @@ import { queryRoutes } from "./routes/query.js";
 import type { AssistantDeps } from "../assistant/tools.js";
 import type { AgentLimits } from "../assistant/agent.js";
 import { createProvider, type LlmProvider, type LlmSettings } from "../assistant/providers/index.js";
+import type { Checksums } from "../services/checksums.js";
 
 export interface AppDeps {
   config: Pick<Config, "publicUrl" | "OPERON_KEY_CACHE_TTL_SECONDS" | "OPERON_RATE_LIMIT_PER_MINUTE" | "storage"> &
@@ -70,7 +71,7 @@ export type RouteScope = Scope | "any" | "public";
 declare module "fastify" {
   interface FastifyRequest { auth?: AuthContext; startedAt?: bigint }
   interface FastifyContextConfig { scope?: RouteScope }
-  interface FastifyInstance { operon: { deps: AppDeps & { clock: Clock }; auth: Authenticator; metrics: Metrics } }
+  interface FastifyInstance { operon: { deps: AppDeps & { clock: Clock }; auth: Authenticator; metrics: Metrics; /** Set by the files routes. */ checksums?: Checksums } }
 }
 
 export const MAX_UPLOAD_BYTES = 500 * 1000 * 1000;

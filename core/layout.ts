@@ -51,6 +51,22 @@ export const UPLOADS_PREFIX = `${SYSTEM_PREFIX}uploads/`;
 export const stagedUploadPrefix = (organization: string, workspace: string, storageKeyHash: string) => `${UPLOADS_PREFIX}${organization}/${workspace}/${storageKeyHash}/`;
 export const USED_UPLOAD_SUFFIX = ".used";
 
+/**
+ * Multipart uploads in progress (docs/storage.md#multipart-uploads): one record per upload,
+ * `_system/multipart/<org>/<ws>/<upload id>.json`, holding the file it will become and the
+ * store's own upload id. A caller names an upload by its id within its workspace only.
+ */
+export const MULTIPART_RECORDS_PREFIX = `${SYSTEM_PREFIX}multipart/`;
+export const multipartRecordKey = (organization: string, workspace: string, uploadId: string) => `${MULTIPART_RECORDS_PREFIX}${organization}/${workspace}/${uploadId}.json`;
+
+/**
+ * Files whose SHA-256 is still being computed (a multipart upload, confirmed without reading
+ * its bytes): `_system/checksums/<sha256 of the file's storage key>.json`, removed once the
+ * checksum is recorded (services/checksums.ts).
+ */
+export const PENDING_CHECKSUMS_PREFIX = `${SYSTEM_PREFIX}checksums/`;
+export const pendingChecksumKey = (storageKeyHash: string) => `${PENDING_CHECKSUMS_PREFIX}${storageKeyHash}.json`;
+
 /** An organization's service data: `_system/orgs/<org>/`. */
 const orgData = (organization: string) => `${SYSTEM_PREFIX}orgs/${organization}/`;
 

@@ -301,6 +301,7 @@ export function createEngine(deps: EngineDeps): Engine {
       // Every file input must exist before anything starts.
       const inputChecksums: RunRecord["inputChecksums"] = {};
       const missing: Issue[] = [];
+      const pending: Issue[] = [];
       for (const decl of spec.inputs ?? []) {
         if (decl.type !== "file") continue;
         const path = inputs.values[decl.name] as string;
@@ -308,9 +309,12 @@ export function createEngine(deps: EngineDeps): Engine {
         if (isReferenceUri(path)) continue;
         const info = await deps.store.head(root + path);
         if (!info) { missing.push({ code: "input_not_found", path: `/input/${decl.name}`, message: `input "${decl.name}": ${path} not found in workspace ${input.workspace}` }); continue; }
-        inputChecksums[decl.name] = { s3Key: info.key, checksum: info.sha256 ?? "", size: info.size };
+        // A file stored by parts gets its checksum once the api-server has read it (docs/storage.md#multipart-uploads).
+        if (!info.sha256) { pending.push({ code: "input_checksum_pending", path: `/input/${decl.name}`, message: `input "${decl.name}": the SHA-256 of ${path} is still being computed (it was uploaded by parts moments ago); submit again once the file's sha256 is listed` }); continue; }
+        inputChecksums[decl.name] = { s3Key: info.key, checksum: info.sha256, size: info.size };
       }
       if (missing.length) return refuse("validation_failed", missing.map((m) => m.message).join("; "), missing);
+      if (pending.length) return refuse("conflict", pending.map((m) => m.message).join("; "), pending);
       const now = deps.clock.now();
       const id = `run-${ulid(now, randomBytes(10))}`;
       if (!RUN_ID.test(id)) throw new Error(`bad run id ${id}`);

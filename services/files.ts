@@ -14,7 +14,7 @@ import type { WorkspaceRecord } from "./store.js";
 
 export const DOWNLOAD_URL_SECONDS = 3600;
 export const UPLOAD_URL_SECONDS = 3600;
-/** A single presigned PUT is limited to 5 GiB (S3's limit); there is no multipart upload, so no upload can be larger. */
+/** A single presigned PUT is limited to 5 GiB (S3's limit); larger files go by parts (services/uploads.ts). */
 export const MAX_PRESIGNED_PUT_BYTES = 5 * 1024 ** 3;
 
 export type FileView = ReturnType<typeof renderFileView>;
@@ -137,7 +137,7 @@ export async function uploadFile(store: ObjectStore, ws: WorkspaceRecord, u: { f
  */
 export async function createUploadUrl(store: ObjectStore, ws: WorkspaceRecord, b: { filename: string; path?: string | undefined; contentType?: string | undefined; size?: number | undefined }, nowMs = Date.now()) {
   if (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES) {
-    throw new OperonError("payload_too_large", `size: a file takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB, the limit of one presigned PUT); larger uploads are not supported`, { field: "size" });
+    throw new OperonError("payload_too_large", `size: one presigned PUT takes at most ${MAX_PRESIGNED_PUT_BYTES} bytes (5 GiB); send larger files by parts (multipart: true)`, { field: "size" });
   }
   const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
   const target = store.reusablePresignedPuts ? stagingPrefix(ws, storageKey) + uploadId(Math.floor(nowMs / 1000) + UPLOAD_URL_SECONDS) : storageKey;
@@ -280,10 +280,11 @@ export const UPLOAD_SWEEP_INTERVAL_MS = 3600_000;
 
 /**
  * Sweeps what spent upload URLs leave behind lazily: `due()` (an upload-url request) starts a
- * sweepUploads in the background at most once per UPLOAD_SWEEP_INTERVAL_MS; `settled()` waits
+ * sweepUploads, and the sweeps `also` given (abandoned multipart uploads, checksums nobody
+ * computes), in the background at most once per UPLOAD_SWEEP_INTERVAL_MS; `settled()` waits
  * for the one running, if any (on close). A failed sweep is reported to `onError`.
  */
-export function uploadSweeper(store: ObjectStore, clock: Clock, onError: (e: unknown) => void): { due(): void; settled(): Promise<void> } {
+export function uploadSweeper(store: ObjectStore, clock: Clock, onError: (e: unknown) => void, also: ReadonlyArray<(nowMs: number) => Promise<unknown>> = []): { due(): void; settled(): Promise<void> } {
   let next = 0;
   let sweeping: Promise<unknown> = Promise.resolve();
   return {
@@ -291,7 +292,7 @@ export function uploadSweeper(store: ObjectStore, clock: Clock, onError: (e: unk
       const now = clock.now();
       if (now < next) return;
       next = now + UPLOAD_SWEEP_INTERVAL_MS;
-      sweeping = sweepUploads(store, now).catch(onError);
+      sweeping = Promise.all([sweepUploads(store, now), ...also.map(async (f) => f(now))]).catch(onError);
     },
     async settled() { await sweeping; },
   };

@@ -9,7 +9,9 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { StoreError } from "../../core/ports.js";
-import { confirmUpload, createUploadUrl, deleteFile, downloadLink, listFiles, listingRange, uploadFile, uploadSweeper, type FileView } from "../../services/files.js";
+import { MAX_PRESIGNED_PUT_BYTES, confirmUpload, createUploadUrl, deleteFile, downloadLink, listFiles, listingRange, uploadFile, uploadSweeper, type FileView } from "../../services/files.js";
+import { PART_URLS_PER_ANSWER, abortMultipartUpload, confirmMultipartUpload, createMultipartUpload, receivedParts, sweepMultipartUploads, uploadPartUrls } from "../../services/uploads.js";
+import { Checksums } from "../../services/checksums.js";
 import { OperonError, badRequest, messageOf } from "../../core/errors.js";
 import { dataOf, errorResponses, jsonResponse, listOf, untypedReply } from "../openapi.js";
 import { workspaceRoot } from "../../core/layout.js";
@@ -27,6 +29,9 @@ const FileSchema = z.object({
   sha256: z.string().nullable().describe("Hex SHA-256 of the content; null until known (a presigned upload not yet confirmed)."),
   description: z.string().optional(),
 }).meta({ id: "File" });
+
+/** One part's presigned URL in a multipart upload. */
+const PartUrlSchema = z.object({ partNumber: z.number().int(), uploadUrl: z.string().describe("Presigned PUT URL of this part: send exactly the part's bytes, with Content-MD5.") });
 
 /** The multipart/form-data body of POST /v1/files/upload: read as a stream, so documented, not validated by Fastify. */
 const UploadFormSchema = z.object({
@@ -63,8 +68,15 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   const { store, clock } = app.operon.deps;
   const config = { scope: "files" as const };
   // What spent upload URLs leave behind is swept lazily, by upload-url requests (services/files.ts uploadSweeper).
-  const sweeper = uploadSweeper(store, clock, (e: unknown) => { app.log.warn({ err: e }, "sweeping spent upload URLs failed"); });
-  app.addHook("onClose", async () => { await sweeper.settled(); });
+  // SHA-256 of files confirmed without reading them (multipart uploads), computed in the background.
+  const checksums = new Checksums(store, clock, (e: unknown, key: string) => { app.log.warn({ err: e, key }, "computing a file's SHA-256 failed; it stays pending"); });
+  app.operon.checksums = checksums;
+  const sweeper = uploadSweeper(store, clock, (e: unknown) => { app.log.warn({ err: e }, "sweeping spent upload URLs failed"); }, [
+    async (now) => sweepMultipartUploads(store, now),
+    async () => checksums.resume(),
+  ]);
+  app.addHook("onReady", async () => { void checksums.resume().catch((e: unknown) => { app.log.warn({ err: e }, "resuming pending checksums failed"); }); });
+  app.addHook("onClose", async () => { await Promise.all([sweeper.settled(), checksums.close()]); });
   const tooLarge = () => new OperonError("payload_too_large", `uploads through this endpoint are limited to ${opts.maxUploadBytes} bytes; use POST /v1/files/upload-url for larger files`);
 
   await app.register(multipart, {
@@ -198,54 +210,157 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
   r.post("/v1/files/upload-url", {
     config,
     schema: {
-      tags: ["files"], summary: "Step 1 of the large-file flow: a presigned PUT URL", operationId: "createUploadUrl",
-      description: "Step 2: PUT the bytes to uploadUrl (with the same Content-Type when one was given; at most 5 GiB). Step 3: POST /v1/files/upload-confirm.",
+      tags: ["files"], summary: "Step 1 of the presigned flow: a PUT URL, or part URLs for a multipart upload", operationId: "createUploadUrl",
+      description: "Up to 5 GiB without `multipart`: one presigned PUT (uploadUrl), then POST /v1/files/upload-confirm. Over 5 GiB (up to 5 TiB), or with `multipart: true`: a multipart upload (uploadId, partSize, partCount, URLs for the first 1,000 parts); PUT each part to its uploadUrl with its Content-MD5, in any order, then confirm with every part's ETag (docs/api.md#files-over-5-gib).",
       body: z.object({
         // One plain name of at most 255 bytes (UTF-8): checked by fileName, which names the field.
         filename: z.string().min(1).max(1024),
         workspace_id: workspaceId,
         content_type: z.string().max(255).optional(),
         contentType: z.string().max(255).optional(),
-        size: z.number().int().nonnegative().optional(),
+        size: z.number().int().nonnegative().optional().describe("The file's exact size in bytes; required for a multipart upload."),
         path: z.string().max(1024).optional(),
+        multipart: z.boolean().optional().describe("A multipart upload at any size (always over 5 GiB)."),
+        part_size: z.number().int().positive().optional().describe("Bytes per part, 5 MiB to 5 GiB (default 64 MiB, grown to stay within 10,000 parts)."),
+        partSize: z.number().int().positive().optional(),
       }),
       response: {
-        200: jsonResponse(dataOf(z.object({
-          uploadUrl: z.string().describe("Presigned PUT URL."),
-          fileKey: z.string().describe("The key the file will have: pass it to upload-confirm."),
-          expiresIn: z.number().int().describe("Seconds the URL stays valid."),
-          contentType: z.string().optional().describe("The Content-Type the PUT must carry, when one was given."),
-        })), "A presigned upload URL."),
+        200: jsonResponse(dataOf(z.union([
+          z.object({
+            uploadUrl: z.string().describe("Presigned PUT URL."),
+            fileKey: z.string().describe("The key the file will have: pass it to upload-confirm."),
+            expiresIn: z.number().int().describe("Seconds the URL stays valid."),
+            contentType: z.string().optional().describe("The Content-Type the PUT must carry, when one was given."),
+          }),
+          z.object({
+            uploadId: z.string().describe("Names the upload in upload-parts, upload-confirm and upload-abort."),
+            fileKey: z.string(),
+            partSize: z.number().int().describe("Bytes in every part but the last, which takes the rest."),
+            partCount: z.number().int(),
+            expiresIn: z.number().int().describe("Seconds the part URLs stay valid."),
+            parts: z.array(PartUrlSchema).describe(`URLs of the first ${PART_URLS_PER_ANSWER} parts at most.`),
+          }),
+        ])), "A presigned upload URL, or a multipart upload."),
         ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
       },
     },
   }, async (req) => {
     const b = req.body;
     const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
-    const data = await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType: b.content_type ?? b.contentType, size: b.size }, clock.now());
+    const contentType = b.content_type ?? b.contentType;
     sweeper.due();
-    return { data };
+    if (b.multipart === true || (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES)) {
+      return { data: await createMultipartUpload(store, ws, { filename: b.filename, path: b.path, contentType, size: b.size, partSize: b.part_size ?? b.partSize }, clock.now()) };
+    }
+    return { data: await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType, size: b.size }, clock.now()) };
+  });
+
+  r.post("/v1/files/upload-parts", {
+    config,
+    schema: {
+      tags: ["files"], summary: "Fresh URLs for parts of a multipart upload", operationId: "createUploadPartUrls",
+      description: "For parts past the first 1,000, or when URLs expired (the store answers 403).",
+      body: z.object({
+        workspace_id: workspaceId,
+        upload_id: z.string().max(64).optional(),
+        uploadId: z.string().max(64).optional(),
+        part_numbers: z.array(z.number().int()).min(1).max(PART_URLS_PER_ANSWER).optional(),
+        partNumbers: z.array(z.number().int()).min(1).max(PART_URLS_PER_ANSWER).optional(),
+      }),
+      response: {
+        200: jsonResponse(dataOf(z.object({ uploadId: z.string(), parts: z.array(PartUrlSchema) })), "The parts' URLs."),
+        ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+      },
+    },
+  }, async (req) => {
+    const b = req.body;
+    const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
+    const id = b.upload_id ?? b.uploadId;
+    const numbers = b.part_numbers ?? b.partNumbers;
+    if (!id) throw badRequest("upload_id", "is required");
+    if (!numbers) throw badRequest("part_numbers", "is required");
+    return { data: await uploadPartUrls(store, ws, id, numbers) };
+  });
+
+  r.get("/v1/files/upload-parts", {
+    config,
+    schema: {
+      tags: ["files"], summary: "The parts of a multipart upload received so far", operationId: "listUploadParts",
+      description: "So that a client resumes after a crash: it sends only the parts missing here (or whose etag differs from its own MD5 of the part).",
+      querystring: z.object({ workspace_id: workspaceId, upload_id: z.string().max(64) }),
+      response: {
+        200: jsonResponse(dataOf(z.object({
+          uploadId: z.string(), fileKey: z.string(), size: z.number().int(), partSize: z.number().int(), partCount: z.number().int(),
+          parts: z.array(z.object({ partNumber: z.number().int(), size: z.number().int(), etag: z.string().describe("Hex MD5 of the part's bytes.") })),
+        })), "The upload and its parts received."),
+        ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+      },
+    },
+  }, async (req) => {
+    const ws = await app.operon.auth.workspace(requireAuth(req), req.query.workspace_id);
+    return { data: await receivedParts(store, ws, req.query.upload_id) };
+  });
+
+  r.post("/v1/files/upload-abort", {
+    config,
+    schema: {
+      tags: ["files"], summary: "Abort a multipart upload", operationId: "abortUpload",
+      description: "Its parts are discarded. Uploads never confirmed are aborted after 7 days anyway.",
+      body: z.object({ workspace_id: workspaceId, upload_id: z.string().max(64).optional(), uploadId: z.string().max(64).optional() }),
+      response: { 200: jsonResponse(dataOf(z.object({ uploadId: z.string(), aborted: z.boolean().describe("Always true.") })), "The upload is aborted."), ...errorResponses(400, 401, 403, 404, 429, 500, 503) },
+    },
+  }, async (req) => {
+    const b = req.body;
+    const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
+    const id = b.upload_id ?? b.uploadId;
+    if (!id) throw badRequest("upload_id", "is required");
+    return { data: await abortMultipartUpload(store, ws, id) };
   });
 
   r.post("/v1/files/upload-confirm", {
     config,
+    // A confirm lists up to 10,000 parts.
+    bodyLimit: 2 * 1024 * 1024,
     schema: {
-      tags: ["files"], summary: "Step 3 of the large-file flow: confirm the upload", operationId: "confirmUpload",
-      description: "409 when nothing was uploaded to the key, its size differs from `size`, or (S3) what is staged came from an upload URL whose upload was already confirmed: an upload URL sets its file once.",
+      tags: ["files"], summary: "The last step of the presigned flow: confirm the upload", operationId: "confirmUpload",
+      description: "A single PUT: 409 when nothing was uploaded to the key, its size differs from `size`, or (S3) what is staged came from an upload URL whose upload was already confirmed: an upload URL sets its file once. A multipart upload (`upload_id` and `parts`): 409 naming the part when one is missing, its etag differs or its size is wrong, or when `size` differs; nothing becomes visible then. The file's sha256 is null until the server has read it (seconds to minutes after confirm); runs refuse it as an input until then.",
       body: z.object({
         file_key: z.string().min(1).max(1024).optional(),
         fileKey: z.string().min(1).max(1024).optional(),
         workspace_id: workspaceId,
         filename: z.string().max(255).optional(),
         size: z.number().int().nonnegative().optional(),
+        upload_id: z.string().max(64).optional(),
+        uploadId: z.string().max(64).optional(),
+        parts: z.array(z.object({
+          part_number: z.number().int().optional(), partNumber: z.number().int().optional(),
+          etag: z.string().max(200).optional(), ETag: z.string().max(200).optional(),
+        })).max(10_000).optional(),
       }),
-      response: { 200: jsonResponse(dataOf(FileSchema), "The uploaded file, with its checksum."), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503) },
+      response: { 200: jsonResponse(dataOf(FileSchema), "The uploaded file, with its checksum when known."), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503) },
     },
   }, async (req) => {
     const b = req.body;
     const given = b.file_key ?? b.fileKey;
     if (!given) throw badRequest("file_key", "is required");
     const ws = await app.operon.auth.workspace(requireAuth(req), b.workspace_id);
-    return { data: await confirmUpload(store, ws, given, b.size) };
+    const uploadId = b.upload_id ?? b.uploadId;
+    if (uploadId === undefined) {
+      if (b.parts !== undefined) throw badRequest("upload_id", "is required with parts");
+      return { data: await confirmUpload(store, ws, given, b.size) };
+    }
+    if (!b.parts) throw badRequest("parts", "is required: every part's part_number and the etag its PUT answered");
+    const parts = b.parts.map((p, i) => {
+      const partNumber = p.part_number ?? p.partNumber;
+      const etag = p.etag ?? p.ETag;
+      if (partNumber === undefined || etag === undefined) throw badRequest(`parts[${i}]`, "needs part_number and etag");
+      return { partNumber, etag };
+    });
+    const stored = await confirmMultipartUpload(store, ws, { fileKey: given, filename: b.filename, size: b.size, uploadId, parts }, clock.now(), async (info) => {
+      // Parts sent to the api-server (the local store) were counted as they came.
+      if (!store.multipart?.putPart) app.operon.metrics.uploadedBytes.inc({ via: "parts" }, info.size);
+      await checksums.request(ws.organization, info);
+    });
+    return { data: stored };
   });
 }
