@@ -10,7 +10,7 @@ $(error could not provide Node.js 24: see the message above, or install Node.js 
 endif
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: deps-gate install build lint typecheck test test-deps run bench bench-sandbox bench-viewers bench-charts clean check-node debian-tools crds chart-docs
+.PHONY: deps-gate install build lint typecheck test test-deps run bench bench-sandbox bench-viewers bench-charts bench-uploads clean check-node debian-tools crds chart-docs
 
 # Debian's bioinformatics tools: the catalogue's local runtime in embedded mode and the tests,
 # bubblewrap, the sandbox every embedded step runs in, and promtool (package prometheus), which checks both /metrics in the tests. Installed only when one is missing; needs root (or sudo) and apt-get.
@@ -93,6 +93,16 @@ bench-sandbox: build debian-tools
 
 bench-viewers: build debian-tools
 	npx tsx bench/viewers.bench.ts
+
+# A 6 GiB upload by `./operon files upload` against Debian's `aws s3 cp` (to MinIO) and `cp` (to
+# the same disk), and the api-server's RSS meanwhile (issue 30; bench/RESULTS.md, section
+# "uploads"). Installs Debian's awscli when missing.
+bench-uploads: build test-deps
+	@test -x /usr/bin/aws || { \
+	  echo "installing Debian packages: awscli"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends awscli >/dev/null; }
+	npx tsx bench/upload.bench.ts
 
 # Chart rendering (volcano 20,000 genes, Manhattan 1,000,000 SNPs, clustered heatmap 1,000 × 50)
 # against Debian's matplotlib drawing the same points in the same run (bench/RESULTS.md, section
