@@ -38,7 +38,7 @@ async function serve(kind: "local" | "s3", engine = false): Promise<Server> {
   await a.app.listen({ port: port as number, host: "127.0.0.1" });
   await a.service.createWorkspace("acme", "ws1");
   await a.service.createWorkspace("other", "ws9");
-  const h = { authorization: `Bearer ${await a.key("acme", ["files", "pipelines"], ["ws1"])}` };
+  const h = { authorization: `Bearer ${await a.key("acme", ["files", "tools"], ["ws1"])}` };
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = h) => {
     const res = await fetch(base + path, { method, headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     const text = await res.text();
@@ -52,7 +52,7 @@ const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 /** PUTs one part's bytes to its URL with its Content-MD5; the answer's ETag (unquoted). */
 async function putPart(url: string, bytes: Buffer, contentMd5 = md5(bytes).toString("base64")): Promise<{ status: number; etag: string }> {
-  const res = await fetch(url, { method: "PUT", body: bytes, headers: { "content-md5": contentMd5 } });
+  const res = await fetch(url, { method: "PUT", body: new Uint8Array(bytes), headers: { "content-md5": contentMd5 } });
   await res.arrayBuffer();
   return { status: res.status, etag: (res.headers.get("etag") ?? "").replace(/"/g, "") };
 }
@@ -151,7 +151,7 @@ for (const kind of ["local", "s3"] as const) {
     t.match([foreign.status, foreign.json.details], [404, { field: "upload_id" }], "another organization's upload id is not found");
     const foreignParts = await s.api("GET", `/v1/files/upload-parts?workspace_id=ws9&upload_id=${d.uploadId}`, undefined, { authorization: `Bearer ${otherOrg}` });
     t.equal(foreignParts.status, 404, "nor are its parts listed");
-    const noScope = await s.a.key("acme", ["pipelines"], ["ws1"]);
+    const noScope = await s.a.key("acme", ["tools"], ["ws1"]);
     const scoped = await confirm({}, { authorization: `Bearer ${noScope}` });
     t.equal(scoped.status, 403, "a key without the files scope");
     t.equal(await listed(s, "c.bin"), undefined, "nothing became visible");
@@ -215,7 +215,7 @@ t.test("local: a run refuses an input whose checksum is still being computed, an
   const key = "orgs/acme/workspaces/ws1/in/reads.txt";
   const text = Buffer.from("hello\n".repeat(1000));
   const id = await mp.create(key, { size: text.length, partSize: 5 * MiB });
-  const part = await fetch((await mp.presignPart(key, id, 1, { expiresIn: 60, size: text.length })), { method: "PUT", body: text });
+  const part = await fetch((await mp.presignPart(key, id, 1, { expiresIn: 60, size: text.length })), { method: "PUT", body: new Uint8Array(text) });
   t.equal(part.status, 200);
   await mp.complete(key, id, [{ partNumber: 1, etag: md5(text).toString("hex") }]);
   const spec = { inputs: [{ name: "reads", type: "file" }], steps: [{ stepId: "gz", toolName: "tabix", parameters: { command: "bgzip", inputFile: "${reads}" } }] };

@@ -40,6 +40,7 @@ const NOT_API: Record<string, string> = {
   // downloadUrl that upload-url and download return (documented there), signed, not keyed.
   [`GET ${PRESIGNED_PATH}`]: "presigned download URL target",
   [`PUT ${PRESIGNED_PATH}`]: "presigned upload URL target",
+  "PUT /v1/storage/part": "presigned part URL target of a multipart upload",
   // Viewer links: the page and what it loads, reached through the viewer_url that
   // POST /v1/visualizations/viewer-url returns (documented there), signed, not keyed.
   // MCP (JSON-RPC over Streamable HTTP, its own protocol; docs/api.md "MCP"), not a JSON API route.
@@ -258,7 +259,11 @@ t.test("what the app answers is what the document says", async (t) => {
   await expect(call("GET", "/v1/files?workspace_id=nope"), 404, "unknown workspace");
   await expect(call("GET", "/v1/files/download?workspace_id=ws1&key=data/ok.txt"), 200, "download URL");
   await expect(call("DELETE", "/v1/files?workspace_id=ws1&key=gone.txt"), 200, "delete");
-  await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 3 }), 413, "upload-url over 5 GiB");
+  await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 4 }), 413, "upload-url over 5 TiB");
+  await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 3 }), 200, "upload-url over 5 GiB: by parts");
+  await expect(call("GET", "/v1/files/upload-parts?workspace_id=ws1&upload_id=mpu-00000000000000000000000000000000"), 404, "parts of an unknown upload");
+  await expect(call("POST", "/v1/files/upload-parts", { workspace_id: "ws1", upload_id: "mpu-00000000000000000000000000000000", part_numbers: [1] }), 404, "part URLs of an unknown upload");
+  await expect(call("POST", "/v1/files/upload-abort", { workspace_id: "ws1", upload_id: "nope" }), 400, "abort with a malformed upload id");
   await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", content_type: "application/octet-stream" }), 200, "upload-url");
   await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "big.bin" }), 409, "confirm before the PUT");
   await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "data/ok.txt" }), 200, "confirm");
