@@ -1,27 +1,26 @@
 /**
  * `operon files ls|upload|download|rm`: a workspace's files through the HTTP API
- * (docs/api.md). An upload goes by the transport `chooseTransport` picks for the file (today
- * every file is one multipart/form-data POST /v1/files/upload, streamed from disk); a
- * download asks GET /v1/files/download for a presigned link, fetches it into a temporary
- * file next to the target and renames it into place once complete, so an interrupted download
- * (Ctrl-C included) leaves nothing behind under the target's name, nor the temporary file.
+ * (docs/api.md). An upload goes by the transport `chooseTransport` picks for the file's size:
+ * one multipart/form-data POST /v1/files/upload, streamed from disk, up to 100 MiB; above, by
+ * parts in parallel, resumable (cli/transfer.ts). A download fetches the presigned link's
+ * ranges in parallel into a partial file next to the target, renamed into place once complete
+ * and checked, resumable too (cli/transfer.ts); an interrupted transfer (Ctrl-C included)
+ * never leaves anything under the target's name, and exits 130.
  */
-import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream, openAsBlob } from "node:fs";
-import { rename, rm, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
-import { Readable, Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { Command } from "commander";
+import { openAsBlob } from "node:fs";
+import { stat } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { UsageError, type Ctx } from "./program.js";
-import type { ApiClient} from "./client.js";
-import { ServerError, apiAction, causeOf, clientOf, ConnectionError, query } from "./client.js";
+import { ServerError, apiAction, clientOf, query, type ApiClient } from "./client.js";
 import { humanSize, json, positiveInt, withCommon, shortTime, table, type CommonOptions } from "./output.js";
 import { morePages } from "./runs.js";
+import {
+  DEFAULT_PARALLEL, DEFAULT_PART_THRESHOLD, DEFAULT_RANGE_BYTES, Interrupted, Progress, downloadByRanges, interruptible, uploadByParts, waitChecksum,
+  type FileView, type Transfer, type TransferIO, type UploadRequest,
+} from "./transfer.js";
 
-/** A file as the API shows it. */
-export interface FileView { name: string; key: string; size: number; content_type: string | null; last_modified: string; sha256: string | null; description?: string }
+export type { FileView, UploadRequest } from "./transfer.js";
 
 export function filesCli(ctx: Ctx): Command {
   const files = new Command("files").summary("List, upload, download and delete workspace files")
@@ -42,42 +41,8 @@ export function filesCli(ctx: Ctx): Command {
     return 0;
   }));
 
-  const upload = withCommon(new Command("upload").description("Upload files from this machine into the workspace (each keeps its name)")
-    .argument("<LOCAL...>", "the files to upload")
-    .option("--path <folder>", "the workspace folder to put them in (default: the top)")
-    .option("--description <text>", "a description stored with each file")
-    .addHelpText("after", "\nExit codes: 0 every file uploaded, 1 refused by the API (the first refusal stops the rest), 2 a\nlocal file cannot be read, usage error or server unreachable.\n\nExample:\n  operon files upload r1.fq r2.fq --path data/"), { json: "print the stored files as JSON: [file]" });
-  upload.action(apiAction(upload, ctx, async (locals: string[], opts: CommonOptions & { path?: string; description?: string }) => {
-    const sources: Array<{ local: string; size: number }> = [];
-    for (const local of locals) {
-      let st;
-      try { st = await stat(local); } catch (e) { throw new UsageError(`${local}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`); }
-      if (!st.isFile()) throw new UsageError(`${local}: not a regular file`);
-      sources.push({ local, size: st.size });
-    }
-    const client = clientOf(ctx, opts);
-    const stored: FileView[] = [];
-    for (const s of sources) {
-      const f = await uploadFile(client, { ...s, name: basename(s.local), workspace: opts.workspace ?? "", ...(opts.path !== undefined ? { folder: opts.path } : {}), ...(opts.description !== undefined ? { description: opts.description } : {}) });
-      stored.push(f);
-      if (!opts.json) ctx.io.out(`uploaded ${s.local} → ${f.key} (${humanSize(f.size)})`);
-    }
-    if (opts.json) ctx.io.out(json(stored));
-    return 0;
-  }));
-
-  const download = withCommon(new Command("download").description("Download a file (through its presigned link); written only once complete")
-    .argument("<KEY>", "the file's key in the workspace, as files ls lists it")
-    .option("-o, --output <file>", "where to write it: a file (replaced if it exists) or an existing folder (default: the key's file name, here)")
-    .addHelpText("after", "\nThe bytes go to a temporary file next to the target, renamed into place once all have come: an\ninterrupted download (Ctrl-C) leaves neither a partial target nor the temporary file.\nExit codes: 0 downloaded, 1 refused by the API or the storage (no such file), 2 usage error, server\nunreachable or the download broke off, 130 interrupted.\n\nExample:\n  operon files download results/sample.flagstat.txt -o flagstat.txt"), { json: "print {key, path, size, sha256} as JSON" });
-  download.action(apiAction(download, ctx, async (key: string, opts: CommonOptions & { output?: string }) => {
-    const client = clientOf(ctx, opts);
-    const target = await targetPath(key, opts.output);
-    const got = await downloadFile(client, opts.workspace ?? "", key, target);
-    if (got === "interrupted") { ctx.io.err(`operon files download: interrupted; nothing written to ${target}`); return 130; }
-    ctx.io.out(opts.json ? json({ key, path: target, size: got.size, sha256: got.sha256 }) : `downloaded ${key} → ${target} (${humanSize(got.size)})`);
-    return 0;
-  }));
+  const upload = uploadCommand(ctx);
+  const download = downloadCommand(ctx);
 
   const remove = withCommon(new Command("rm").description("Delete files from the workspace")
     .argument("<KEY...>", "the files' keys, as files ls lists them")
@@ -97,36 +62,169 @@ export function filesCli(ctx: Ctx): Command {
   return files;
 }
 
-/** One file to upload: where it is, its size, and where it goes. */
-export interface UploadRequest { local: string; size: number; name: string; workspace: string; folder?: string; description?: string }
+/** `files upload`: form uploads for small files, resumable uploads by parts for large ones. */
+function uploadCommand(ctx: Ctx): Command {
+  const upload = withCommon(new Command("upload").description("Upload files from this machine into the workspace (each keeps its name)")
+    .argument("<LOCAL...>", "the files to upload")
+    .option("--path <folder>", "the workspace folder to put them in (default: the top)")
+    .option("--description <text>", "a description stored with each file")
+    .option("--parallel <n>", "parts in flight at once, for files sent by parts (1 to 32)", positiveInt(32), DEFAULT_PARALLEL)
+    .option("--wait-checksum", "wait until the server has computed each file's sha256 and print it")
+    .addOption(new Option("--part-threshold <bytes>", "files larger than this go by parts").argParser(byteSize).default(DEFAULT_PART_THRESHOLD).hideHelp())
+    .addOption(new Option("--part-size <bytes>", "the part size asked of the server (5 MiB to 5 GiB)").argParser(byteSize).hideHelp())
+    .addHelpText("after", `
+Files up to 100 MiB go as one form upload; larger ones by parts (the multipart flow): --parallel
+parts at once, each checked (MD5) and retried when it fails. An upload by parts that is interrupted
+(Ctrl-C, a lost connection) resumes when the same command runs again: the parts already received
+are not sent again. Its state is kept in $XDG_STATE_HOME/operon/uploads/ (else
+~/.local/state/operon/uploads/) until the upload is confirmed. After an upload by parts the
+server computes the file's sha256 in the background (null in --json until then): --wait-checksum
+waits for it and prints "sha256 <hex>  <key>". On a terminal, a progress line on stderr (bytes,
+rate, ETA); otherwise one line per file once it is stored.
+
+Exit codes: 0 every file uploaded, 1 refused by the API or the storage (the first refusal stops the
+rest), 2 a local file cannot be read, usage error, server unreachable or the transfer broke off,
+130 interrupted (run the same command again to resume).
+
+Examples:
+  operon files upload r1.fq r2.fq --path data/
+  operon files upload sample.bam --path bams/ --parallel 8 --wait-checksum`), { json: "print the stored files as JSON: [file]" });
+  upload.action(apiAction(upload, ctx, async (locals: string[], opts: UploadOptions) => uploadAll(ctx, locals, opts)));
+  return upload;
+}
+
+/** `files download`: ranges in parallel into a partial file, resumable, renamed into place once checked. */
+function downloadCommand(ctx: Ctx): Command {
+  const download = withCommon(new Command("download").description("Download a file (through its presigned link); written only once complete")
+    .argument("<KEY>", "the file's key in the workspace, as files ls lists it")
+    .option("-o, --output <file>", "where to write it: a file (replaced if it exists) or an existing folder (default: the key's file name, here)")
+    .option("--parallel <n>", "ranges fetched at once (1 to 32)", positiveInt(32), DEFAULT_PARALLEL)
+    .addOption(new Option("--range-size <bytes>", "the size of the ranges fetched").argParser(byteSize).default(DEFAULT_RANGE_BYTES).hideHelp())
+    .addHelpText("after", `
+The file comes in ranges of 64 MiB, --parallel at once, into .NAME.<id>.part next to the target,
+renamed to the target once complete and checked (its size, and its sha256 against the file's when
+the server has it). Interrupted (Ctrl-C, a lost connection), the ranges already written are kept
+and the same command run again fetches only the missing ones; a file changed on the server since
+starts over. Nothing is ever written under the target's name before the end.
+
+Exit codes: 0 downloaded, 1 refused by the API or the storage (no such file), 2 usage error, server
+unreachable, the download broke off or its checksum differs, 130 interrupted.
+
+Example:
+  operon files download results/sample.flagstat.txt -o flagstat.txt`), { json: "print {key, path, size, sha256} as JSON" });
+  download.action(apiAction(download, ctx, async (key: string, opts: CommonOptions & { output?: string; parallel: number; rangeSize: number }) => {
+    const client = clientOf(ctx, opts);
+    const target = await targetPath(key, opts.output);
+    try {
+      const got = await interruptible((signal) => downloadByRanges(transferOf(ctx, client, signal, opts.parallel), opts.workspace ?? "", key, target, { rangeSize: opts.rangeSize }));
+      ctx.io.out(opts.json ? json({ key, path: target, size: got.size, sha256: got.sha256 }) : `downloaded ${key} → ${target} (${humanSize(got.size)})`);
+      return 0;
+    } catch (e) {
+      if (!(e instanceof Interrupted)) throw e;
+      ctx.io.err(`operon files download: interrupted; ${e.message}`);
+      return 130;
+    }
+  }));
+  return download;
+}
+
+type UploadOptions = CommonOptions & { path?: string; description?: string; parallel: number; waitChecksum?: boolean; partThreshold: number; partSize?: number };
+
+/** `64MiB`, `5m`, `1048576`: a byte count, in binary units when one is given. */
+export function byteSize(v: string): number {
+  const m = /^(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?$/i.exec(v.trim());
+  const unit = { "": 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 }[(m?.[2] ?? "").toLowerCase()];
+  if (!m || unit === undefined) throw new InvalidArgumentError("expected a size in bytes (e.g. 5242880, 64MiB)");
+  return Number(m[1]) * unit;
+}
+
+function transferOf(ctx: Ctx, client: ApiClient, signal: AbortSignal, parallel: number): Transfer {
+  const progress = new Progress(ctx.io as TransferIO);
+  return { client, fetch: ctx.fetch ?? fetch, env: ctx.env, signal, progress, parallel, note: (line) => { progress.clear(); ctx.io.err(line); } };
+}
+
+/** The local files, each a regular file that can be read (a usage error otherwise, before anything is sent). */
+async function localFiles(locals: string[]): Promise<Array<{ local: string; size: number; mtimeMs: number }>> {
+  const sources: Array<{ local: string; size: number; mtimeMs: number }> = [];
+  for (const local of locals) {
+    let st;
+    try { st = await stat(local); } catch (e) { throw new UsageError(`${local}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`); }
+    if (!st.isFile()) throw new UsageError(`${local}: not a regular file`);
+    sources.push({ local, size: st.size, mtimeMs: st.mtimeMs });
+  }
+  return sources;
+}
+
+/** `files upload`: each file in turn (form or parts), a line per file (or --json at the end); 130 when interrupted. */
+async function uploadAll(ctx: Ctx, locals: string[], opts: UploadOptions): Promise<number> {
+  const sources = await localFiles(locals);
+  const client = clientOf(ctx, opts);
+  const workspace = opts.workspace ?? "";
+  const stored: FileView[] = [];
+  try {
+    await interruptible(async (signal) => {
+      const t = transferOf(ctx, client, signal, opts.parallel);
+      for (const [i, s] of sources.entries()) {
+        if (signal.aborted) throw new Interrupted(`${sources.slice(i).map((x) => x.local).join(", ")} not uploaded`);
+        const req: UploadRequest = { ...s, name: basename(s.local), workspace, ...(opts.path !== undefined ? { folder: opts.path } : {}), ...(opts.description !== undefined ? { description: opts.description } : {}) };
+        let f = await uploadFile(t, req, { partThreshold: opts.partThreshold, ...(opts.partSize !== undefined ? { partSize: opts.partSize } : {}) });
+        if (!opts.json) ctx.io.out(`uploaded ${s.local} → ${f.key} (${humanSize(f.size)})`);
+        if (opts.waitChecksum && !f.sha256) f = await waitChecksum(t, workspace, f.key);
+        if (opts.waitChecksum && !opts.json) ctx.io.out(`sha256 ${f.sha256 ?? "-"}  ${f.key}`);
+        stored.push(f);
+      }
+    });
+  } catch (e) {
+    if (!(e instanceof Interrupted)) throw e;
+    ctx.io.err(`operon files upload: interrupted; ${e.message}`);
+    return 130;
+  }
+  if (opts.json) ctx.io.out(json(stored));
+  return 0;
+}
 
 /** A way of sending a file to the API. */
-export interface UploadTransport { name: string; send(client: ApiClient, req: UploadRequest): Promise<FileView> }
+export interface UploadTransport { name: string; send(t: Transfer, req: UploadRequest, o: { partSize?: number }): Promise<FileView> }
 
 /** One multipart/form-data POST /v1/files/upload: the fields first (the API reads them before the file), the file streamed from disk. */
 const formUpload: UploadTransport = {
   name: "form",
-  async send(client, req) {
+  async send(t, req) {
     const form = new FormData();
     form.set("workspace_id", req.workspace);
     if (req.folder !== undefined) form.set("path", req.folder);
     if (req.description !== undefined) form.set("description", req.description);
     form.set("file", await openAsBlob(req.local), req.name);
-    return client.data<FileView>("POST", "/v1/files/upload", { form });
+    try {
+      return await t.client.data<FileView>("POST", "/v1/files/upload", { form, signal: t.signal });
+    } catch (e) {
+      if (t.signal.aborted) throw new Interrupted(`${req.local} not uploaded`);
+      throw e;
+    }
   },
 };
 
+/** The multipart flow (cli/transfer.ts): parts in parallel, resumable. */
+const partsUpload: UploadTransport = { name: "parts", send: uploadByParts };
+
 /**
- * The transport for a file of `size` bytes. Every file goes as one form upload today (the
- * server takes up to its OPERON_MAX_UPLOAD_BYTES that way); a transport for larger files
- * (the multipart large-file flow) is chosen here by size when the API has it.
+ * The transport for a file of `size` bytes: one form upload up to `threshold` (the server takes
+ * up to its OPERON_MAX_UPLOAD_BYTES that way, 500 MB by default), by parts above.
  */
-export function chooseTransport(_size: number): UploadTransport {
-  return formUpload;
+export function chooseTransport(size: number, threshold = DEFAULT_PART_THRESHOLD): UploadTransport {
+  return size > threshold ? partsUpload : formUpload;
 }
 
-export async function uploadFile(client: ApiClient, req: UploadRequest): Promise<FileView> {
-  return chooseTransport(req.size).send(client, req);
+/** Sends `req` by the transport its size calls for; a form upload the server finds too large (413) goes by parts instead. */
+export async function uploadFile(t: Transfer, req: UploadRequest, o: { partThreshold?: number; partSize?: number } = {}): Promise<FileView> {
+  const transport = chooseTransport(req.size, o.partThreshold);
+  try {
+    return await transport.send(t, req, o);
+  } catch (e) {
+    if (transport !== formUpload || !(e instanceof ServerError) || e.status !== 413) throw e;
+    t.note(`${req.local}: larger than the server's form upload limit; sending it by parts`);
+    return partsUpload.send(t, req, o);
+  }
 }
 
 /** `-o` as given (into it when it is a folder), or the key's file name in the current folder. */
@@ -139,41 +237,4 @@ async function targetPath(key: string, output: string | undefined): Promise<stri
   if (output.endsWith("/")) return join(output, name);
   try { if ((await stat(output)).isDirectory()) return join(output, name); } catch { /* not there yet: the file to write */ }
   return output;
-}
-
-/**
- * Fetches `key` into `target` through a temporary file in the same folder, renamed into
- * place when complete; on any failure or SIGINT/SIGTERM the temporary file is removed.
- */
-export async function downloadFile(client: ApiClient, workspace: string, key: string, target: string): Promise<{ size: number; sha256: string } | "interrupted"> {
-  const link = await client.data<{ downloadUrl: string; key: string; expiresIn: number }>("GET", "/v1/files/download" + query({ workspace_id: workspace, key }));
-  const tmp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString("hex")}.part`);
-  const abort = new AbortController();
-  const stop = () => abort.abort();
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-  try {
-    // A presigned link carries its own authority: the API key is not sent to it (it may be another host).
-    const res = await client.fetchUrl(new URL(link.downloadUrl, client.conn.base).href, abort.signal);
-    if (!res.ok || !res.body) {
-      await res.body?.cancel().catch(() => undefined);
-      throw new ServerError(res.status, undefined, `downloading ${key}: the storage answered HTTP ${res.status}`);
-    }
-    const hash = createHash("sha256");
-    let size = 0;
-    const count = new Transform({ transform(chunk: Buffer, _enc, cb) { hash.update(chunk); size += chunk.length; cb(null, chunk); } });
-    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), count, createWriteStream(tmp, { flags: "wx" }), { signal: abort.signal });
-    const expected = Number(res.headers.get("content-length") ?? Number.NaN);
-    if (Number.isInteger(expected) && expected !== size) throw new ServerError(res.status, undefined, `downloading ${key}: ${size} bytes came, not the ${expected} announced`);
-    await rename(tmp, target);
-    return { size, sha256: hash.digest("hex") };
-  } catch (e) {
-    await rm(tmp, { force: true });
-    if (abort.signal.aborted) return "interrupted";
-    if (e instanceof ServerError || e instanceof ConnectionError) throw e;
-    throw new ConnectionError(`downloading ${key}: ${causeOf(e)}`);
-  } finally {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
-  }
 }
