@@ -1,6 +1,6 @@
 /**
  * The viewer pages themselves, apart from their routes: the files a page may load (the
- * pages' own scripts from web/viewers/, igv.js with its one patch, 3Dmol.js) with their
+ * pages' own scripts from web/viewers/, igv.js with its two patches, 3Dmol.js) with their
  * ETags, each kind's scripts, the Content-Security-Policy each page is served with, and the
  * HTML of a file's page, a chart preview and a problem (expired, altered, file gone).
  */
@@ -48,14 +48,20 @@ export function loadAssets(): Map<string, Asset> {
 }
 
 /**
- * igv.js 3.8.10 fails to load any genome whose sequence names start with `gi|` (NCBI's old
- * style, e.g. Debian's lambda phage FASTA): its alias table declares `const t = t.substring(…)`
- * (a temporal-dead-zone error). The bundle is served with that one statement rewritten;
- * when a later igv.js no longer has it, the bundle is served unchanged.
+ * igv.js 3.8.10, served with two statements rewritten (each left alone when a later igv.js no
+ * longer has it, so a fixed bundle is served unchanged):
+ * - it fails to load any genome whose sequence names start with `gi|` (NCBI's old style, e.g.
+ *   Debian's lambda phage FASTA): its alias table declares `const t = t.substring(…)` (a
+ *   temporal-dead-zone error);
+ * - it reads nothing of a bgzip FASTA's last BGZF block (the whole of a genome under 64 KiB):
+ *   for a start past the last block its `.gzi` lists, the block list it returns lacks the
+ *   "read to the end of the file" mark (-1) that every other path adds.
  */
 export function patchIgv(bundle: Buffer): Buffer {
   const text = bundle.toString("utf8");
-  const fixed = text.replace(/\{const ([A-Za-z_$][\w$]*)=\1\.substring\(0,([A-Za-z_$][\w$]*)\);([A-Za-z_$][\w$]*)\["ncbi-gi"\]=\1\}/, '{$3["ncbi-gi"]=$1.substring(0,$2)}');
+  const fixed = text
+    .replace(/\{const ([A-Za-z_$][\w$]*)=\1\.substring\(0,([A-Za-z_$][\w$]*)\);([A-Za-z_$][\w$]*)\["ncbi-gi"\]=\1\}/, '{$3["ncbi-gi"]=$1.substring(0,$2)}')
+    .replace(/if\(([A-Za-z_$][\w$]*)>this\.compressedIndex\[([A-Za-z_$][\w$]*)\]\[1\]\)return\[\2\]/, "if($1>this.compressedIndex[$2][1])return[$2,-1]");
   return fixed === text ? bundle : Buffer.from(fixed);
 }
 

@@ -1,7 +1,8 @@
 /**
  * What a viewer link needs before a browser can show its file, worked out once per file
  * version and kept: igv.js reads only indexed or small files, so a BCF, a SAM, a large or
- * unindexed VCF, a BAM without its `.bai` or a gzipped FASTA is converted or indexed here
+ * unindexed VCF, a BAM without its `.bai` or a plain-gzip FASTA is converted or indexed here
+ * (a bgzip FASTA is served as it is, with its `.fai` and `.gzi`, built here when not beside it)
  * (samtools, bcftools, tabix through a ToolRunner), into the workspace's derived area
  * `_system/orgs/<org>/workspaces/<ws>/derived/<fingerprint>/` — never listed by the files
  * API, reused by every later link to the same file version, by any api-server replica. The
@@ -23,10 +24,11 @@ import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
-import type { ObjectInfo, ObjectStore, SlotGate } from "../core/ports.js";
+import { StoreError, type ObjectInfo, type ObjectStore, type SlotGate } from "../core/ports.js";
 import { derivedPrefix, isSystemKey, workspaceRoot } from "../core/layout.js";
 import { boundSize } from "../core/sizes.js";
 import { formatRegion, VIEWER_KIND, detectViewer, type FileSubtype, type FileGrant, type ViewerKind } from "../core/viewers.js";
+import { COMPRESSION_PROBE_BYTES, compressionFromBytes } from "../core/tools/compression.js";
 import type { Delimiter } from "../core/delimited.js";
 import type { summarize, FastqRecord } from "../core/fastq.js";
 import type { ToolRunner } from "../adapters/local/tool-runner.js";
@@ -49,7 +51,7 @@ export const PREPARED_FILE_MAX_BYTES = 8 * 1024 * 1024 * 1024;
 export const PREPARED_TOOL_MEMORY_BYTES = 4 * 1024 * 1024 * 1024;
 
 /** The files a link may serve, by the fixed names its URLs use: nothing else is reachable. */
-export const DATA_NAMES = ["primary", "primary-index", "reference", "reference-index"] as const;
+export const DATA_NAMES = ["primary", "primary-index", "primary-gzi", "reference", "reference-index", "reference-gzi"] as const;
 export type DataName = (typeof DATA_NAMES)[number];
 
 export interface PreparedView {
@@ -474,8 +476,13 @@ export class ViewerData {
 
   /* ------------------------------------------------------------ sequences */
 
-  /** A FASTA (or a link's reference): the plain file and its `.fai`, derived when missing. */
-  private async fastaFiles(c: Ctx, key: string, gz: boolean, prefix: "" | "reference-"): Promise<{ fasta: string; fai: string } & ReaderResults["fai"]> {
+  /**
+   * A FASTA (or a link's reference) as igv.js reads it: the plain file and its `.fai`, derived
+   * when missing; a bgzip one as it is, with its `.fai` and `.gzi` (those beside it, else
+   * built); a plain-gzip one decompressed (it cannot be read at random).
+   */
+  private async fastaFiles(c: Ctx, key: string, gz: boolean, prefix: "" | "reference-"): Promise<{ fasta: string; fai: string; gzi?: string } & ReaderResults["fai"]> {
+    if (gz && await this.isBgzip(key)) return this.bgzipFasta(c, key, prefix);
     let fasta = key;
     let fai = gz ? undefined : await this.sibling(key, [`${key}.fai`]);
     let index: ReaderResults["fai"];
@@ -500,10 +507,41 @@ export class ViewerData {
     return { fasta, fai, ...index };
   }
 
+  /** Whether an object is bgzip-compressed (BGZF), from its first bytes. */
+  private async isBgzip(key: string): Promise<boolean> {
+    const chunks: Buffer[] = [];
+    try {
+      const { body } = await this.deps.store.get(key, { start: 0, end: COMPRESSION_PROBE_BYTES - 1 });
+      for await (const chunk of body as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
+    } catch (e) {
+      // An empty file has no range to read: not bgzip (decompressing it says what is wrong).
+      if (e instanceof StoreError && e.code === "RangeNotSatisfiable") return false;
+      throw e;
+    }
+    return compressionFromBytes(Buffer.concat(chunks)) === "bgzip";
+  }
+
+  /** A bgzip FASTA, served compressed: its `.fai` and `.gzi` from beside it, else from `samtools faidx` (both, into the derived area). */
+  private async bgzipFasta(c: Ctx, key: string, prefix: "" | "reference-"): Promise<{ fasta: string; fai: string; gzi: string } & ReaderResults["fai"]> {
+    let fai = await this.sibling(key, [`${key}.fai`]);
+    let gzi = fai ? await this.sibling(key, [`${key}.gzi`]) : undefined;
+    if (!fai || !gzi) {
+      const name = `${prefix}input.fa.gz`;
+      const input = await this.local(c.dir, key, name);
+      const [faiName, gziName] = [`${prefix}sequence.fa.gz.fai`, `${prefix}sequence.fa.gz.gzi`];
+      await this.tool(c.dir, ["samtools", "faidx", "--fai-idx", faiName, "--gzi-idx", gziName, `in/${name}`], [{ host: input, name }], "indexing the bgzip FASTA (samtools faidx)");
+      fai = await this.upload(c.dir, faiName, c.derived + faiName, "text/plain");
+      gzi = await this.upload(c.dir, gziName, c.derived + gziName);
+      c.view.notes.push(`${prefix ? "reference " : ""}bgzip-compressed: .fai and .gzi built with samtools faidx`);
+    }
+    return { fasta: key, fai, gzi, ...await this.read(c.grant.o, fai, { kind: "fai" }) };
+  }
+
   private async fasta(c: Ctx): Promise<void> {
     const f = await this.fastaFiles(c, c.key, c.gz, "");
     c.view.files.primary = f.fasta;
     c.view.files["primary-index"] = f.fai;
+    if (f.gzi) c.view.files["primary-gzi"] = f.gzi;
     c.view.genome = { kind: "fasta", name: c.view.name };
     c.view.sequences = f.sequences;
     c.view.stats = { sequences: f.count, bases: f.bases };
@@ -516,6 +554,7 @@ export class ViewerData {
     const f = await this.fastaFiles(c, ref.key, gz, "reference-");
     c.view.files.reference = f.fasta;
     c.view.files["reference-index"] = f.fai;
+    if (f.gzi) c.view.files["reference-gzi"] = f.gzi;
     c.view.genome = { kind: "fasta", name: ref.key.split("/").pop() ?? "reference" };
     if (!c.view.sequences?.length) c.view.sequences = f.sequences;
   }

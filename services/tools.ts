@@ -17,6 +17,7 @@ import { buildInvocation, defaultCatalogue, toolInputJsonSchema } from "../core/
 import { OperonError } from "../core/errors.js";
 import type { AuthContext, WorkspaceAccess } from "./access.js";
 import type { Engine } from "../engine/engine.js";
+import { compressionRefusals } from "../engine/compression.js";
 
 const OUTPUT_CAP = 64 * 1024;
 /** How long a tool run waits for a free slot before giving up (503). */
@@ -54,6 +55,9 @@ export async function runTool(deps: ToolRunDeps, auth: AuthContext, toolId: stri
   for (const i of built.invocation.inputs) {
     if (!(await store.head(root + i.source))) throw new OperonError("not_found", `input.${i.param}: ${i.source} not found in workspace ${ws?.id}`, { field: i.param });
   }
+  // A compressed file the tool cannot read (by its name, or a plain-gzip one by its bytes where bgzip is needed).
+  const compressed = await compressionRefusals(store, root, { steps: [{ stepId: "run", toolName: tool.id, parameters: b.input }] }, {}, defaultCatalogue, { referenceVolumes: engine.referenceVolumes, byName: true });
+  if (compressed.length) throw new OperonError("validation_failed", compressed.map((e) => e.message).join("; "), { errors: compressed });
   if (engine.mode === "cluster") return runAsPipelineRun(store, engine, clock, { organization: auth.organization, keyId: auth.keyId, workspace: ws?.id, root, toolId: tool.id, input: b.input, stdout: built.invocation.stdout });
   const executor = engine.executor;
   if (!executor) throw new Error("an embedded engine runs its tool runs itself: it has no executor");

@@ -48,7 +48,7 @@ export async function toolRoutes(app: FastifyInstance, opts: { engine?: Engine }
     config: { scope: "tools" },
     schema: {
       tags: ["tools"], summary: "Run a tool synchronously", operationId: "runTool",
-      description: "One compute task under the organization's concurrency limit: the request waits for a free slot (503 if none frees in time), runs the tool and answers with its result. `input` is checked against the tool's input_schema (400 with `details.errors`); `workspace_id` is required for a tool that reads files.",
+      description: "One compute task under the organization's concurrency limit: the request waits for a free slot (503 if none frees in time), runs the tool and answers with its result. `input` is checked against the tool's input_schema (400 with `details.errors`); `workspace_id` is required for a tool that reads files; a compressed file the tool cannot read (a `.gz` where it reads uncompressed files only, a plain-gzip one where it needs bgzip) is refused with 422 (`unsupported_compression` in `details.errors`).",
       params: z.object({ toolId: z.string().min(1).max(64) }),
       body: z.object({ input: z.record(z.string(), z.unknown()), workspace_id: z.string().min(1).max(63).optional() }),
       response: { 200: jsonResponse(dataOf(ToolRunSchema), "The tool ran (whether it succeeded is in status and exit_code)."), ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503) },

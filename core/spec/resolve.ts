@@ -7,6 +7,7 @@ import { pointer, type Issue } from "../issues.js";
 import { isReferenceUri, normalizeFileValue } from "../paths.js";
 import { checkReference } from "../references.js";
 import { buildInvocation, defaultCatalogue, type ToolCatalogue } from "../tools/index.js";
+import { compressionIssues } from "./compression.js";
 import type { PipelineSpec, PipelineStep } from "./schema.js";
 
 export type InputResolution = { ok: true; values: Record<string, string> } | { ok: false; errors: Issue[] };
@@ -79,9 +80,11 @@ export function resolveStepParameters(step: Pick<PipelineStep, "parameters">, in
  * wrong once interpolated (an output named `${sampleName}.bam` with sampleName `-rf`, an
  * input that climbs out of the workspace, an index step whose file is named `run.json`)
  * become issues at their JSON pointer, so a run is refused before it starts. Steps whose
- * tool is unknown or whose references do not resolve are left to `validateSpec`.
+ * tool is unknown or whose references do not resolve are left to `validateSpec`. Then the
+ * files each step would read are checked against the compressed forms its tool reads, by
+ * their names (./compression.ts): a gzipped FASTA given to `hisat2 build` is refused here.
  */
-export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue, referenceVolumes?: readonly string[]): Issue[] {
+export function dryBuildSteps(spec: Pick<PipelineSpec, "steps" | "inputs">, inputs: Readonly<Record<string, string>>, tools: ToolCatalogue = defaultCatalogue, referenceVolumes?: readonly string[]): Issue[] {
   const issues: Issue[] = [];
   const standIn: OutputLookup = (stepId, output) => `pipelines/run/${stepId}.${output === "outputFile" ? "out" : "out2"}`;
   spec.steps.forEach((step, i) => {
@@ -93,5 +96,5 @@ export function dryBuildSteps(spec: Pick<PipelineSpec, "steps">, inputs: Readonl
     if (built.ok) return;
     for (const e of built.errors) issues.push({ ...e, path: pointer("steps", i, "parameters") + e.path });
   });
-  return issues;
+  return [...issues, ...compressionIssues(spec, inputs, { tools, ...(referenceVolumes ? { referenceVolumes } : {}) })];
 }

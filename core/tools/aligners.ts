@@ -8,10 +8,17 @@ import type { BuildContext, CommandDefinition, Params, ToolDefinition } from "./
 import { Stager, basename, bool, commonParams, extraArgs, flag, invocation, oneOf, optBool, optEnum, optInt, optText, optValue, out, outputPath, podResources, program, stem, text, value } from "./params.js";
 
 const readGroup = () => value().optional();
+
+/**
+ * Reads and references as the aligners read them (checked with the Debian binaries): FASTQ
+ * and FASTA through zlib, so plain gzip and bgzip alike. An align command's `reference` is
+ * the index prefix (its FASTA is not read again), so its compression does not matter.
+ */
+const GZIP_READS = { inputFile: "gzip", inputFile2: "gzip", reference: "gzip" } as const;
 const readGroupId = () => text().optional();
 
 function indexCommand(description: string, prog: (ctx: BuildContext) => readonly string[], suffixes: readonly string[],
-  argv: (p: Params, ref: string) => string[], pod: Pick<CommandDefinition, "threaded" | "resources">): CommandDefinition {
+  argv: (p: Params, ref: string) => string[], pod: Pick<CommandDefinition, "threaded" | "resources" | "reads">): CommandDefinition {
   return {
     description,
     required: ["inputFile"],
@@ -46,6 +53,7 @@ export const bwa: ToolDefinition = {
   description: "Burrows-Wheeler Aligner for short reads against a large reference (bwa mem).",
   version: "0.7.18",
   image: "quay.io/biocontainers/bwa:0.7.18--he4a0461_0",
+  reads: GZIP_READS,
   localExecutables: ["bwa"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({ ...commonParams("bwa", BWA), readGroup: readGroup(), markShorterSplits: bool().optional() }),
@@ -80,6 +88,7 @@ export const bowtie2: ToolDefinition = {
   description: "Fast gapped short-read aligner (bowtie2-build to index, align to map).",
   version: "2.5.4",
   image: "quay.io/biocontainers/bowtie2:2.5.4--he96a11b_6",
+  reads: GZIP_READS,
   localExecutables: ["bowtie2", "bowtie2-build"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({ ...commonParams("bowtie2", BT2), preset: oneOf(["very-fast", "fast", "sensitive", "very-sensitive"]).optional(), readGroupId: readGroupId() }),
@@ -112,13 +121,15 @@ export const hisat2: ToolDefinition = {
   description: "Spliced aligner for RNA-seq reads (hisat2-build to index, align to map).",
   version: "2.2.1",
   image: "quay.io/biocontainers/hisat2:2.2.1--h1b792b2_3",
+  reads: GZIP_READS,
   localExecutables: ["hisat2", "hisat2-build"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({ ...commonParams("hisat2", HT2), noSpliced: bool().optional(), readGroupId: readGroupId() }),
   commands: {
     build: indexCommand("Build the HISAT2 index of a reference FASTA, using the reference path as index prefix.",
       (ctx) => program(ctx, ["hisat2-build"]), HT2_SUFFIXES, (p, ref) => [...flag("-p", optInt(p, "threads")), ...extraArgs(p), ref, ref],
-      { threaded: true, resources: podResources("4", "8Gi", "16Gi", "20Gi") }),
+      // hisat2-build reads plain FASTA only: a gzipped one fails ("Reference file does not seem to be a FASTA file").
+      { threaded: true, resources: podResources("4", "8Gi", "16Gi", "20Gi"), reads: { inputFile: "plain" } }),
     align: {
       description: "Align single-end or paired-end RNA-seq reads (reference = the indexed FASTA); SAM to outputFile, alignment summary to outputFile2.",
       required: ["inputFile", "reference"],
@@ -145,6 +156,7 @@ export const minimap2: ToolDefinition = {
   description: "Versatile aligner for long reads, short reads and assemblies (SAM output).",
   version: "2.28",
   image: "quay.io/biocontainers/minimap2:2.28--he4a0461_0",
+  reads: GZIP_READS,
   localExecutables: ["minimap2"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({ ...commonParams("minimap2", MM2), preset: oneOf(MM2_PRESETS).optional(), readGroup: readGroup() }),

@@ -43,6 +43,9 @@ export const annovar: ToolDefinition = {
   userSuppliedImage: true,
   // table_annovar reads whole annotation tables into memory.
   resources: podResources("1", "4Gi", "8Gi", "20Gi"),
+  // Not installed here: ANNOVAR's scripts open their input as text (its documentation shows
+  // uncompressed VCF and avinput only), so a compressed input is refused rather than misread.
+  reads: { inputFile: "plain", inputFile2: "plain" },
   localExecutables: ["table_annovar.pl", "convert2annovar.pl", "annotate_variation.pl"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({

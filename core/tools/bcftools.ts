@@ -85,6 +85,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   index: {
     description: "Index a bgzip-compressed VCF or a BCF (CSI by default; tbi with args [\"-t\"]). The output is the indexed file with its index beside it.",
     required: ["inputFile"],
+    reads: { inputFile: "bgzip" },
     threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
@@ -136,6 +137,10 @@ export const bcftools: ToolDefinition = {
   description: "Variant calling (mpileup + call) and VCF/BCF filtering, normalisation, indexing and statistics.",
   version: "1.21",
   image: "quay.io/biocontainers/bcftools:1.21--h3a4d415_1",
+  // VCF/BCF through gzip or bgzip, read from start to end (a region, -r, needs an index, so
+  // bgzip); the reference (mpileup -f, norm -f) at random through its .fai: uncompressed or
+  // bgzip ("Cannot index files compressed with gzip, please use bgzip").
+  reads: { inputFile: "gzip", inputFile2: "gzip", inputFiles: "gzip", reference: "bgzip" },
   localExecutables: ["bcftools"],
   commands,
   fileParams: ["inputFile", "inputFile2", "inputFiles", "reference"],

@@ -28,16 +28,19 @@ function stdoutCommand(cmd: string, description: string, required: string[], suf
   };
 }
 
+/** A command whose inputFile is a BAM: a gzipped one does not open ("Failed to open file"). */
+const bamOnly = (c: CommandDefinition): CommandDefinition => ({ ...c, reads: { inputFile: "plain" } });
+
 const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
-  genomecov: stdoutCommand("genomecov", "Genome-wide coverage of a BAM (bedGraph with bedGraph=true, per base with perBase=true).", ["inputFile"], ".genomecov.txt",
-    (s, p) => ["-ibam", s.file("inputFile"), ...(optBool(p, "bedGraph") ? ["-bg"] : []), ...(optBool(p, "perBase") ? ["-d"] : []), ...(optBool(p, "splitSpliced") ? ["-split"] : [])]),
+  genomecov: bamOnly(stdoutCommand("genomecov", "Genome-wide coverage of a BAM (bedGraph with bedGraph=true, per base with perBase=true).", ["inputFile"], ".genomecov.txt",
+    (s, p) => ["-ibam", s.file("inputFile"), ...(optBool(p, "bedGraph") ? ["-bg"] : []), ...(optBool(p, "perBase") ? ["-d"] : []), ...(optBool(p, "splitSpliced") ? ["-split"] : [])])),
   intersect: stdoutCommand("intersect", "Overlaps between intervals of inputFile (A) and inputFile2 (B).", ["inputFile", "inputFile2"], ".intersect.bed",
     (s) => ["-a", s.file("inputFile"), "-b", s.file("inputFile2")]),
   coverage: stdoutCommand("coverage", "Depth and breadth of coverage of inputFile2 (B) over the intervals of inputFile (A).", ["inputFile", "inputFile2"], ".coverage.bed",
     (s) => ["-a", s.file("inputFile"), "-b", s.file("inputFile2")]),
   sort: stdoutCommand("sort", "Sort intervals by chromosome and start.", ["inputFile"], ".sorted.bed", (s) => ["-i", s.file("inputFile")]),
   merge: stdoutCommand("merge", "Merge overlapping intervals (input must be sorted).", ["inputFile"], ".merged.bed", (s) => ["-i", s.file("inputFile")]),
-  bamtobed: stdoutCommand("bamtobed", "Convert BAM alignments to BED intervals.", ["inputFile"], ".bed", (s) => ["-i", s.file("inputFile")]),
+  bamtobed: bamOnly(stdoutCommand("bamtobed", "Convert BAM alignments to BED intervals.", ["inputFile"], ".bed", (s) => ["-i", s.file("inputFile")])),
   getfasta: {
     description: "Extract the sequences of the intervals in inputFile from the reference FASTA.",
     required: ["inputFile", "reference"],
@@ -58,6 +61,10 @@ export const bedtools: ToolDefinition = {
   image: "quay.io/biocontainers/bedtools:2.31.1--hf5e1c6e_0",
   // genomecov and coverage keep per-chromosome arrays in memory.
   resources: podResources("1", "2Gi", "8Gi"),
+  // Intervals through gzip or bgzip; the BAM of genomecov/bamtobed as BAM only; getfasta's
+  // reference uncompressed only: bedtools 2.30 fails on a gzipped FASTA, and on a bgzip one
+  // with a .fai beside it prints compressed bytes as sequence.
+  reads: { inputFile: "gzip", inputFile2: "gzip", reference: "plain" },
   localExecutables: ["bedtools"],
   commands,
   fileParams: ["inputFile", "inputFile2", "reference"],

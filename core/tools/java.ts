@@ -34,6 +34,9 @@ export const picard: ToolDefinition = {
   image: "quay.io/biocontainers/picard:3.3.0--hdfd78af_0",
   // A JVM: the heap defaults to a quarter of the container's memory limit.
   resources: podResources("1", "4Gi", "8Gi"),
+  // htsjdk reads SAM through gzip too, and a reference FASTA through gzip or bgzip (checked
+  // with Debian's Picard); BuildBamIndex takes a BAM only.
+  reads: { inputFile: "gzip", inputFile2: "gzip", reference: "gzip" },
   localExecutables: ["PicardCommandLine"],
   fileParams: ["inputFile", "inputFile2", "reference"],
   inputSchema: z.strictObject({
@@ -84,11 +87,11 @@ export const picard: ToolDefinition = {
         outputs: [out(o)],
       };
     }),
-    BuildBamIndex: picardCommand("BuildBamIndex", "Index a BAM (<name>.bai). The output is the BAM with its index beside it.", ["inputFile"], (s) => {
+    BuildBamIndex: { ...picardCommand("BuildBamIndex", "Index a BAM (<name>.bai). The output is the BAM with its index beside it.", ["inputFile"], (s) => {
       const i = s.indexed("input.bam");
       const bai = i.replace(/\.bam$/i, "") + ".bai";
       return { args: ["-I", i, "-O", bai], outputs: [out(i, [bai])] };
-    }),
+    }), reads: { inputFile: "plain" } },
   },
 };
 
@@ -102,6 +105,11 @@ export const gatk: ToolDefinition = {
   image: "broadinstitute/gatk:4.6.1.0",
   imageNote: "Not packaged by Debian: available in cluster mode (the Broad image), or locally when a `gatk` launcher is on PATH.",
   resources: podResources("1", "4Gi", "8Gi", "20Gi"),
+  // Not installed here, so from GATK's documentation rather than a run: alignments are
+  // BAM/CRAM read through their index; a reference is uncompressed or bgzip (with .fai, .gzi
+  // and .dict beside it); knownSites and IndexFeatureFile's input are indexed, so bgzip;
+  // CreateSequenceDictionary reads a FASTA from start to end, through gzip too.
+  reads: { inputFile: "plain", inputFile2: "plain", reference: "bgzip", knownSites: "bgzip" },
   localExecutables: ["gatk"],
   fileParams: ["inputFile", "inputFile2", "reference", "knownSites"],
   inputSchema: z.strictObject({
@@ -126,6 +134,7 @@ export const gatk: ToolDefinition = {
     ...(tool === "HaplotypeCaller" ? { threaded: true } : {}),
     ...(tool === "HaplotypeCaller" || tool === "Mutect2" ? { resources: podResources("2", "8Gi", "8Gi", "50Gi") }
       : tool === "BaseRecalibrator" || tool === "ApplyBQSR" ? { resources: podResources("1", "4Gi", "8Gi", "50Gi") } : {}),
+    ...(tool === "CreateSequenceDictionary" ? { reads: { inputFile: "gzip" } } : tool === "IndexFeatureFile" ? { reads: { inputFile: "bgzip" } } : {}),
     required: tool === "CreateSequenceDictionary" || tool === "IndexFeatureFile" ? ["inputFile"]
       : tool === "BaseRecalibrator" ? ["inputFile", "reference", "knownSites"]
         : tool === "ApplyBQSR" ? ["inputFile", "inputFile2", "reference"] : ["inputFile", "reference"],

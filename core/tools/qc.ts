@@ -20,6 +20,8 @@ export const fastqc: ToolDefinition = {
   description: "Quality-control report for high-throughput sequencing reads (HTML report and zip of the data).",
   version: "0.12.1",
   image: "quay.io/biocontainers/fastqc:0.12.1--hdfd78af_0",
+  // FastQC reads FASTQ through gzip or bgzip (and names its report without the .gz).
+  reads: { inputFile: "gzip", inputFile2: "gzip" },
   localExecutables: ["fastqc"],
   defaultCommand: "fastqc",
   fileParams: ["inputFile", "inputFile2", "reference"],
@@ -61,6 +63,9 @@ export const trimmomatic: ToolDefinition = {
   version: "0.39",
   image: "quay.io/biocontainers/trimmomatic:0.39--hdfd78af_2",
   resources: podResources("4", "2Gi", "4Gi", "50Gi"),
+  // Reads through gzip or bgzip (by the .gz extension; trimmed reads are gzipped likewise);
+  // an adapters FASTA uncompressed only: a gzipped one is read as no sequences at all.
+  reads: { inputFile: "gzip", inputFile2: "gzip", adapters: "plain" },
   localExecutables: ["TrimmomaticPE", "TrimmomaticSE"],
   fileParams: ["inputFile", "inputFile2", "reference", "adapters"],
   inputSchema: z.strictObject({

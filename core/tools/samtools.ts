@@ -68,6 +68,8 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   index: {
     description: "Index a coordinate-sorted BAM/CRAM. The output is the indexed file with its index beside it, so `${step.outputFile}` brings both.",
     required: ["inputFile"],
+    // A compressed SAM is indexed only when bgzip-compressed ("not BGZF compressed").
+    reads: { inputFile: "bgzip" },
     threaded: true,
     resources: LIGHT,
     build(p, ctx) {
@@ -105,6 +107,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   // htslib's tabix ships with samtools: the same command as the tabix tool's `index`.
   tabix: {
     ...tabixIndex,
+    reads: { inputFile: "bgzip" },
     resources: LIGHT,
     description: "Index a bgzip-compressed tab-delimited file (htslib's tabix, shipped with samtools). The output is the indexed file with its .tbi beside it.",
   },
@@ -130,6 +133,9 @@ export const samtools: ToolDefinition = {
   version: "1.21",
   image: "quay.io/biocontainers/samtools:1.21--h50ea8bc_0",
   resources: podResources("1", "1Gi", "4Gi"),
+  // htslib reads SAM, BAM, CRAM and text through gzip or bgzip; a reference (view -T) is read
+  // at random through its .fai, so uncompressed or bgzip only.
+  reads: { inputFile: "gzip", inputFile2: "gzip", inputFiles: "gzip", reference: "bgzip" },
   localExecutables: ["samtools", "tabix"],
   commands,
   fileParams: ["inputFile", "inputFile2", "inputFiles", "reference"],

@@ -17,6 +17,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   index: {
     description: "Index a bgzip-compressed file (preset from the extension unless given). The output is the indexed file with its index beside it.",
     required: ["inputFile"],
+    reads: { inputFile: "bgzip" },
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.indexed("input.gz");
@@ -29,6 +30,8 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   bgzip: {
     description: "Compress a file with bgzip (block gzip, indexable).",
     required: ["inputFile"],
+    // An input already compressed would be compressed twice.
+    reads: { inputFile: "plain" },
     threaded: true,
     build(p, ctx) {
       const s = new Stager(p);
@@ -40,6 +43,7 @@ const commands: Record<(typeof COMMANDS)[number], CommandDefinition> = {
   query: {
     description: "Extract the records of a region from an indexed file.",
     required: ["inputFile", "region"],
+    reads: { inputFile: "bgzip" },
     build(p, ctx) {
       const s = new Stager(p);
       const input = s.file("inputFile");

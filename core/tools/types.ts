@@ -49,6 +49,15 @@ export interface Invocation {
   mkdirs: string[];
 }
 
+/**
+ * What a file parameter reads, as the tool really behaves: `plain` uncompressed only; `bgzip`
+ * uncompressed or bgzip (BGZF) — the tool needs random access, through a `.fai`/`.gzi` or an
+ * index; `gzip` uncompressed or any gzip (bgzip is gzip too), read from start to end.
+ */
+export type Reads = "plain" | "bgzip" | "gzip";
+/** By top-level parameter name (`inputFiles` covers each of its elements). */
+export type FileReads = Readonly<Record<string, Reads>>;
+
 /** Parameters after interpolation and schema validation. */
 export type Params = Readonly<Record<string, unknown>>;
 
@@ -76,6 +85,8 @@ export interface CommandDefinition {
   required: readonly string[];
   /** Alternatives: at least one of these groups must be fully present (e.g. inputFiles, or inputFile and inputFile2). */
   requiredAnyOf?: ReadonlyArray<readonly string[]>;
+  /** What this command's file parameters read where it differs from the tool's `reads` (core/tools/compression.ts). */
+  reads?: FileReads;
   /** Builds the invocation. May throw BuildError for values only known after interpolation. */
   build(p: Params, ctx: BuildContext): Invocation;
 }
@@ -104,6 +115,11 @@ export interface ToolDefinition {
   defaultCommand?: string;
   /** Parameter names holding input files (staged in, with their secondary files). */
   fileParams: readonly string[];
+  /**
+   * Which compressed forms each file parameter reads (core/tools/compression.ts), unless its
+   * command says otherwise; a parameter named nowhere is not checked.
+   */
+  reads?: FileReads;
   /** zod schema of the `parameters` object, `${...}` references allowed in every string. */
   inputSchema: z.ZodType<Record<string, unknown>>;
 }

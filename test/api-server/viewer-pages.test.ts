@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * The viewer pages in a real browser (Debian's Chromium through playwright-core), on real
- * files: the nf-core SARS-CoV-2 test VCF, the lambda phage genome Debian ships, a BAM and a
+ * files: the nf-core SARS-CoV-2 test VCF, the lambda phage genome Debian ships (also bgzipped), a BAM and a
  * VCF made by the built-in variant-calling pipeline from wgsim reads (and the BAM as CRAM), a
  * PDB entry (1A1P) and its mmCIF, a DESeq2-style table. Each page must draw (canvas
  * non-blank; the counts the viewer itself reports match what samtools/bcftools say), load
@@ -41,6 +41,13 @@ if (missing) {
   writeFileSync(join(dir, "lambda.fa"), fixture("lambda_virus.fa"));
   execFileSync("wgsim", ["-N", "2000", "-1", "100", "-2", "100", "-S", "11", "-r", "0.002", join(dir, "lambda.fa"), join(dir, "r1.fq"), join(dir, "r2.fq")], { stdio: "ignore" });
   await a.store.put(ws("ref/lambda.fa"), fixture("lambda_virus.fa"));
+  // The same genome bgzip-compressed, with the .fai and .gzi samtools faidx writes beside it.
+  execFileSync("bgzip", ["-k", join(dir, "lambda.fa")]);
+  execFileSync("samtools", ["faidx", join(dir, "lambda.fa.gz")]);
+  for (const ext of ["", ".fai", ".gzi"]) await a.store.put(ws(`ref/lambda.fa.gz${ext}`), readFileSync(join(dir, `lambda.fa.gz${ext}`)));
+  // A 200 kb random genome, bgzip-compressed (four BGZF blocks), with no index beside it.
+  const bigSeq = Array.from({ length: 200_000 }, (_, i) => "ACGT"[(i * 2654435761 >>> 7) % 4]).join("");
+  await a.store.put(ws("ref/big.fa.gz"), execFileSync("bgzip", ["-c"], { input: `>big\n${bigSeq.match(/.{1,70}/g)?.join("\n")}\n` }));
   await a.store.put(ws("reads/r1.fq"), readFileSync(join(dir, "r1.fq")));
   await a.store.put(ws("reads/r2.fq"), readFileSync(join(dir, "r2.fq")));
   await a.store.put(ws("reads/r1.fastq.gz"), gzipSync(readFileSync(join(dir, "r1.fq"))));
@@ -155,6 +162,20 @@ if (missing) {
     tt.equal(state.counts.firstBases, seq.slice(0, 20), "igv.js read the bases the file holds");
     tt.equal(await rec.page.locator("#sequence-picker option").count(), 1);
     tt.ok((await canvasNonBlank(rec.page, "#igv canvas:visible")).nonBlank >= 1);
+  });
+
+  t.test("sequence: a bgzip FASTA (.fa.gz), read compressed through its .fai and .gzi", async (tt) => {
+    const { rec, state } = await view(tt, "sequence-fasta-bgzip", { file_path: "ref/lambda.fa.gz" });
+    const seq = readFileSync(new URL("lambda_virus.fa", FIX), "utf8").split("\n").slice(1).join("");
+    tt.equal(state.counts.firstBases, seq.slice(0, 20), "igv.js read the bases the file holds");
+    tt.ok(rec.requests.some((r) => r.url.endsWith("/data/primary-gzi")), "the .gzi was read");
+    tt.ok((await canvasNonBlank(rec.page, "#igv canvas:visible")).nonBlank >= 1);
+
+    // Several blocks, indexed on the server: bases across a block boundary and in the last block.
+    const big = await view(tt, "sequence-fasta-bgzip-blocks", { file_path: "ref/big.fa.gz" });
+    tt.equal(big.state.counts.firstBases, bigSeq.slice(0, 20));
+    const read = (start: number, end: number) => big.rec.page.evaluate(([s, e]) => (window as unknown as { operonIgv: { genome: { getSequence(c: string, s: number, e: number): Promise<string> } } }).operonIgv.genome.getSequence("big", s as number, e as number), [start, end]);
+    for (const [start, end] of [[65_000, 67_000], [199_900, 200_000]] as const) tt.equal(await read(start, end), bigSeq.slice(start, end), `bases ${start}-${end}`);
   });
 
   t.test("reads: a gzipped FASTQ in the read browser", async (tt) => {

@@ -17,12 +17,17 @@
 
   /**
    * The genome igv.js pages show: the link's reference FASTA (or the file itself, for a
-   * FASTA), else the file's own contigs as chromosome sizes — never a genome from elsewhere.
+   * FASTA; a bgzip one with its .gzi), else the file's own contigs as chromosome sizes —
+   * never a genome from elsewhere.
    */
   function igvReference(m) {
     if (m.genome && m.genome.kind === "fasta") {
       var own = !m.data.reference;
-      return { id: m.genome.name, name: m.genome.name, fastaURL: abs(own ? m.data.primary : m.data.reference), indexURL: abs(own ? m.data["primary-index"] : m.data["reference-index"]), wholeGenomeView: false };
+      var ref = { id: m.genome.name, name: m.genome.name, fastaURL: abs(own ? m.data.primary : m.data.reference), indexURL: abs(own ? m.data["primary-index"] : m.data["reference-index"]), wholeGenomeView: false };
+      // A bgzip FASTA is read compressed, through its .gzi (block offsets).
+      var gzi = own ? m.data["primary-gzi"] : m.data["reference-gzi"];
+      if (gzi) ref.compressedIndexURL = abs(gzi);
+      return ref;
     }
     return { id: "contigs of " + page.name, name: page.name + " contigs", format: "chromsizes", fastaURL: abs("chrom.sizes"), url: abs("chrom.sizes"), wholeGenomeView: false };
   }
