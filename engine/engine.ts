@@ -22,6 +22,7 @@ import { validateSpec } from "../core/spec/validate.js";
 import { isReferenceUri } from "../core/paths.js";
 import { defaultCatalogue, type ToolCatalogue } from "../core/tools/index.js";
 import { stepPodIssues, type StepPodConfig } from "../core/kubernetes/step-pods.js";
+import { compressionRefusals } from "./compression.js";
 import { claimSlots, MemoryClaims, observedClaims, startAdmission } from "./admission.js";
 import { startController } from "./controller.js";
 import { createReconciler } from "./reconciler.js";
@@ -313,6 +314,7 @@ export function createEngine(deps: EngineDeps): Engine {
         if (!info.sha256) { pending.push({ code: "input_checksum_pending", path: `/input/${decl.name}`, message: `input "${decl.name}": the SHA-256 of ${path} is still being computed (it was uploaded by parts moments ago); submit again once the file's sha256 is listed` }); continue; }
         inputChecksums[decl.name] = { s3Key: info.key, checksum: info.sha256, size: info.size };
       }
+      missing.push(...await compressionRefusals(deps.store, root, spec, inputs.values, tools, { referenceVolumes }));
       if (missing.length) return refuse("validation_failed", missing.map((m) => m.message).join("; "), missing);
       if (pending.length) return refuse("conflict", pending.map((m) => m.message).join("; "), pending);
       const now = deps.clock.now();

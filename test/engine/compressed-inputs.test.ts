@@ -119,6 +119,10 @@ t.test("refused at submission, naming the input and what to do", async (t) => {
   const refused = await check("data/plain-gzip.fa.gz");
   t.match(refused, [{ code: "unsupported_compression", path: "/input/reference", message: /plain gzip, not bgzip, and step "mpileup" \(bcftools mpileup\).*recompress it with bgzip/ }]);
   t.same(await check("data/ref.fa.gz"), [], "a bgzip reference passes");
+  const pipelineRun = await submit("variant-calling", { ...reads, reference: "data/plain-gzip.fa.gz" });
+  t.equal(pipelineRun.statusCode, 422, `a pipeline run reads the bytes at submission: ${pipelineRun.body}`);
+  t.match(pipelineRun.json().details.errors, [{ code: "unsupported_compression", path: "/input/reference", message: /plain gzip, not bgzip/ }]);
+  t.equal(await runs(), before, "still no run was created");
   const viaTool = await a.app.inject({ method: "POST", url: "/v1/tools/samtools/run", headers: h, payload: { workspace_id: "ws1", input: { command: "tabix", inputFile: "data/plain-gzip.fa.gz" } } });
   t.equal(viaTool.statusCode, 422, "a tool run reads the bytes too");
   t.match(viaTool.json().message, /plain gzip, not bgzip/);
