@@ -460,7 +460,7 @@ async function receivedParts(t: Transfer, u: Omit<PartsUpload, "urls" | "done">)
 /** POST /v1/files/upload-url with multipart: the upload's state (saved) and its first part URLs. */
 async function beginUpload(t: Transfer, req: UploadRequest, files: UploadStateFiles, partSize: number | undefined): Promise<{ state: UploadState; urls: Map<number, string> }> {
   const a = await t.client.data<{ uploadId?: unknown; fileKey: string; partSize: number; partCount: number; parts?: Array<{ partNumber: number; uploadUrl: string }> }>("POST", "/v1/files/upload-url", {
-    body: { workspace_id: req.workspace, filename: req.name, size: req.size, multipart: true, ...(req.folder !== undefined ? { path: req.folder } : {}), ...(partSize !== undefined ? { part_size: partSize } : {}) },
+    body: { workspace_id: req.workspace, filename: req.name, size: req.size, multipart: true, ...(req.folder !== undefined ? { path: req.folder } : {}), ...(partSize !== undefined ? { part_size: partSize } : {}), ...(req.description !== undefined ? { description: req.description } : {}) },
   });
   if (typeof a.uploadId !== "string" || !Array.isArray(a.parts)) {
     throw new ConnectionError(`${t.client.conn.base} does not take uploads by parts (POST /v1/files/upload-url answered no uploadId): files over its form upload limit cannot be sent to it`);
@@ -521,10 +521,9 @@ async function confirmParts(t: Transfer, u: PartsUpload): Promise<FileView> {
   const parts = [...u.done].sort((a, b) => a[0] - b[0]).map(([n, etag]) => ({ part_number: n, etag }));
   try {
     const f = await t.client.data<FileView>("POST", "/v1/files/upload-confirm", {
-      body: { workspace_id: u.state.workspace, file_key: u.state.fileKey, filename: u.req.name, size: u.req.size, upload_id: u.state.uploadId, parts, ...(u.req.description !== undefined ? { description: u.req.description } : {}) },
+      body: { workspace_id: u.state.workspace, file_key: u.state.fileKey, filename: u.req.name, size: u.req.size, upload_id: u.state.uploadId, parts },
     });
     await u.files.remove();
-    if (u.req.description !== undefined && f.description !== u.req.description) t.note(`${u.req.local}: the server kept no description (it takes none for uploads by parts)`);
     return f;
   } catch (e) {
     if (e instanceof ServerError && e.status === 404) await u.files.remove();

@@ -82,14 +82,14 @@ async function partUrls(store: ObjectStore, r: MultipartRecord, numbers: readonl
  * store's upload, and URLs for the first 1,000 parts. The caller has checked the workspace
  * (403 before 413).
  */
-export async function createMultipartUpload(store: ObjectStore, ws: WorkspaceRecord, b: { filename: string; path?: string | undefined; contentType?: string | undefined; size: number | undefined; partSize?: number | undefined }, nowMs: number) {
+export async function createMultipartUpload(store: ObjectStore, ws: WorkspaceRecord, b: { filename: string; path?: string | undefined; contentType?: string | undefined; description?: string | undefined; size: number | undefined; partSize?: number | undefined }, nowMs: number) {
   const { key, storageKey } = fileKey(ws, "filename", folder("path", b.path) + fileName("filename", b.filename));
   if (b.size === undefined) throw badRequest("size", "is required for a multipart upload (the file's exact size in bytes)");
   if (b.size > MAX_MULTIPART_BYTES) throw new OperonError("payload_too_large", `size: a file takes at most ${MAX_MULTIPART_BYTES} bytes (5 TiB)`, { field: "size" });
   const partSize = partSizeFor(b.size, b.partSize);
   const partCount = Math.max(1, Math.ceil(b.size / partSize));
   const mp = multipartOf(store);
-  const storeUploadId = await mp.create(storageKey, { size: b.size, partSize, ...(b.contentType ? { contentType: b.contentType } : {}) });
+  const storeUploadId = await mp.create(storageKey, { size: b.size, partSize, ...(b.contentType ? { contentType: b.contentType } : {}), ...(b.description !== undefined ? { metadata: { description: b.description } } : {}) });
   const record: MultipartRecord = {
     id: `mpu-${randomBytes(16).toString("hex")}`, organization: ws.organization, workspace: ws.id, key, storageKey, storeUploadId,
     size: b.size, partSize, partCount, ...(b.contentType ? { contentType: b.contentType } : {}), createdAt: new Date(nowMs).toISOString(),

@@ -221,6 +221,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
         size: z.number().int().nonnegative().optional().describe("The file's exact size in bytes; required for a multipart upload."),
         path: z.string().max(1024).optional(),
         multipart: z.boolean().optional().describe("A multipart upload at any size (always over 5 GiB)."),
+        description: z.string().max(4096).optional().describe("A multipart upload: stored with the file and shown in listings."),
         part_size: z.number().int().positive().optional().describe("Bytes per part, 5 MiB to 5 GiB (default 64 MiB, grown to stay within 10,000 parts)."),
         partSize: z.number().int().positive().optional(),
       }),
@@ -250,7 +251,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
     const contentType = b.content_type ?? b.contentType;
     sweeper.due();
     if (b.multipart === true || (b.size !== undefined && b.size > MAX_PRESIGNED_PUT_BYTES)) {
-      return { data: await createMultipartUpload(store, ws, { filename: b.filename, path: b.path, contentType, size: b.size, partSize: b.part_size ?? b.partSize }, clock.now()) };
+      return { data: await createMultipartUpload(store, ws, { filename: b.filename, path: b.path, contentType, description: b.description, size: b.size, partSize: b.part_size ?? b.partSize }, clock.now()) };
     }
     return { data: await createUploadUrl(store, ws, { filename: b.filename, path: b.path, contentType, size: b.size }, clock.now()) };
   });

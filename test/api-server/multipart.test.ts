@@ -75,7 +75,7 @@ for (const kind of ["local", "s3"] as const) {
   t.test(`${kind}: parts out of order and in parallel, confirmed in one call, the checksum computed afterwards`, async (t) => {
     const s = await serve(kind);
     t.teardown(() => s.a.close());
-    const up = await s.api("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "reads.fastq.gz", path: "raw", size: body.length, multipart: true, part_size: 5 * MiB, content_type: "application/gzip" });
+    const up = await s.api("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "reads.fastq.gz", path: "raw", size: body.length, multipart: true, part_size: 5 * MiB, content_type: "application/gzip", description: "run 7, lane 2" });
     t.equal(up.status, 200, JSON.stringify(up.json));
     const d = up.json.data;
     t.match(d, { fileKey: "raw/reads.fastq.gz", partSize: 5 * MiB, partCount: 3, expiresIn: Number });
@@ -92,7 +92,7 @@ for (const kind of ["local", "s3"] as const) {
     t.same(all.json.data, [], "nothing of the upload is listed before confirm");
     const ok = await s.api("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: d.fileKey, filename: "reads.fastq.gz", size: body.length, upload_id: d.uploadId, parts: etags.map((e) => ({ part_number: e.n, etag: `"${e.etag}"` })) });
     t.equal(ok.status, 200, JSON.stringify(ok.json));
-    t.match(ok.json.data, { key: "raw/reads.fastq.gz", size: body.length, content_type: "application/gzip" });
+    t.match(ok.json.data, { key: "raw/reads.fastq.gz", size: body.length, content_type: "application/gzip", description: "run 7, lane 2" });
     const f = await until("the file's sha256", async () => (await listed(s, "raw/reads.fastq.gz"))?.sha256 ?? undefined);
     t.equal(f, sha256(body), "the server computed the whole file's SHA-256");
     t.equal(sha256(await fetchAll(s, "raw/reads.fastq.gz")), sha256(body), "the file is the parts, in part order");
