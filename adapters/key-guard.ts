@@ -5,7 +5,7 @@
  * `a/../b` as a literal key, and a filesystem would resolve it: neither may happen.
  */
 import { checkStoreKey } from "../core/paths.js";
-import { StoreError, type ObjectStore } from "../core/ports.js";
+import { StoreError, type MultipartUploads, type ObjectStore } from "../core/ports.js";
 
 export function checkedKey(key: string): string {
   const why = checkStoreKey(key);
@@ -27,8 +27,24 @@ export function guardKeys(store: ObjectStore): ObjectStore {
     ping: () => store.ping(),
     ...(store.reusablePresignedPuts ? { reusablePresignedPuts: true } : {}),
   };
-  const { version, localPath } = store;
+  const { version, localPath, multipart } = store;
   if (version) guarded.version = () => version.call(store);
   if (localPath) guarded.localPath = (key) => localPath.call(store, checkedKey(key));
+  if (multipart) return { ...guarded, multipart: guardMultipart(multipart) };
+  return guarded;
+}
+
+/** The same multipart uploads, refusing unnormalized keys in every call that takes one (putPart only when the store has it). */
+function guardMultipart(m: MultipartUploads): MultipartUploads {
+  const guarded: MultipartUploads = {
+    create: async (key, o) => m.create(checkedKey(key), o),
+    presignPart: async (key, uploadId, partNumber, o) => m.presignPart(checkedKey(key), uploadId, partNumber, o),
+    listParts: async (key, uploadId) => m.listParts(checkedKey(key), uploadId),
+    complete: async (key, uploadId, parts) => m.complete(checkedKey(key), uploadId, parts),
+    abort: async (key, uploadId) => m.abort(checkedKey(key), uploadId),
+    listOpen: async (before, limit) => m.listOpen(before, limit),
+  };
+  const { putPart } = m;
+  if (putPart) guarded.putPart = async (key, uploadId, partNumber, body, o) => putPart.call(m, checkedKey(key), uploadId, partNumber, body, o);
   return guarded;
 }

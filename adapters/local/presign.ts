@@ -2,11 +2,14 @@
  * Presigned URLs for embedded mode: the api-server itself serves them, so they are
  * HMAC-SHA256 signatures over method, key, expiry, content type and (PUT) the exact size,
  * checked in constant time. A tampered or expired URL is refused (403); the secret never
- * leaves the server.
+ * leaves the server. Part URLs of a multipart upload (PUT only, reusable until they expire)
+ * are signed over key, upload id, part number, exact size and expiry.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 export const PRESIGNED_PATH = "/v1/storage/object";
+/** Where the api-server takes the parts of the local store's multipart uploads (PUT). */
+export const PRESIGNED_PART_PATH = "/v1/storage/part";
 
 export interface PresignParams {
   method: "GET" | "PUT";
@@ -47,4 +50,46 @@ export function verifyPresigned(secret: string, method: string, query: Record<st
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: "signature does not match" };
   if (expires * 1000 < nowMs) return { ok: false, reason: "presigned URL has expired" };
   return { ok: true, key, signature: sig, ...(contentType ? { contentType } : {}), ...(size !== undefined ? { size } : {}) };
+}
+
+export interface PartPresignParams {
+  key: string;
+  uploadId: string;
+  partNumber: number;
+  /** The exact size of the part's body. */
+  size: number;
+  /** Unix seconds. */
+  expires: number;
+}
+
+function partSignature(secret: string, p: PartPresignParams): string {
+  return createHmac("sha256", secret).update(`PART\n${p.key}\n${p.uploadId}\n${p.partNumber}\n${p.size}\n${p.expires}`).digest("hex");
+}
+
+export function presignPartUrl(baseUrl: string, secret: string, p: PartPresignParams): string {
+  const q = new URLSearchParams({
+    key: p.key, upload_id: p.uploadId, part_number: String(p.partNumber), size: String(p.size), expires: String(p.expires),
+  });
+  q.set("signature", partSignature(secret, p));
+  return `${baseUrl.replace(/\/+$/, "")}${PRESIGNED_PART_PATH}?${q.toString()}`;
+}
+
+export type PartPresignCheck = ({ ok: true } & Omit<PartPresignParams, "expires">) | { ok: false; reason: string };
+
+/** Checks a part URL's query against the method it arrived with (PUT only) and the time now. */
+export function verifyPresignedPart(secret: string, method: string, query: Record<string, unknown>, nowMs: number): PartPresignCheck {
+  const { key, upload_id: uploadId, signature: sig } = query;
+  const int = (v: unknown) => (typeof v === "string" && /^\d{1,15}$/.test(v) ? Number(v) : NaN);
+  const partNumber = int(query.part_number);
+  const size = int(query.size);
+  const expires = int(query.expires);
+  if (typeof key !== "string" || typeof uploadId !== "string" || typeof sig !== "string" || [partNumber, size, expires].some(Number.isNaN)) {
+    return { ok: false, reason: "malformed presigned URL" };
+  }
+  if (method !== "PUT") return { ok: false, reason: `this URL is signed for PUT, not ${method}` };
+  const expected = Buffer.from(partSignature(secret, { key, uploadId, partNumber, size, expires }), "hex");
+  const given = Buffer.from(/^[0-9a-f]{64}$/.test(sig) ? sig : "", "hex");
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: "signature does not match" };
+  if (expires * 1000 < nowMs) return { ok: false, reason: "presigned URL has expired" };
+  return { ok: true, key, uploadId, partNumber, size };
 }

@@ -19,9 +19,20 @@
  * - Metadata keys are lower-cased (HTTP headers); values that are not plain printable ASCII
  *   are stored RFC 2047 encoded (`=?UTF-8?B?...?=`) and decoded on read. The key `sha256`
  *   is reserved for the content checksum.
+ * - Multipart uploads (the MultipartUploads port) are S3's own: part URLs are presigned
+ *   UploadPart requests with the part's Content-Length signed (S3 refuses another length);
+ *   a Content-MD5 the client sends with a part is checked by S3 although it is not signed
+ *   (BadDigest). The upload carries the content type and metadata given to `create` but no
+ *   `sha256` (`describe` records it later). `complete` sends the parts' ETags quoted and answers
+ *   the object as HEAD sees it; a complete that S3 did but whose answer was lost (a retried
+ *   attempt then hears NoSuchUpload) is recognized by the object's multipart ETag. Part
+ *   numbers given to `complete` must be 1..N without a gap (S3 itself would accept a gap).
+ *   NoSuchUpload is StoreError NotFound; InvalidPart, InvalidPartOrder and EntityTooSmall
+ *   are PreconditionFailed; BadDigest is BadDigest.
  * - Every call has deadlines, so that a dead or frozen store fails within seconds instead of
  *   holding requests: a connection timeout, a request timeout (until the response headers
- *   arrive; server-side copies get more time, in proportion to their size) and a bounded
+ *   arrive; server-side copies get more time, in proportion to their size, and so does
+ *   CompleteMultipartUpload, in proportion to its number of parts) and a bounded
  *   number of attempts. Outages (refused or reset connections, timeouts, 5xx answers such as
  *   503 SlowDown) are StoreError `Unavailable`, which the API answers with 503.
  */
@@ -36,9 +47,12 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   UploadPartCopyCommand,
 } from "@aws-sdk/client-s3";
 import type { CompletedPart } from "@aws-sdk/client-s3";
@@ -48,7 +62,8 @@ import { guardKeys } from "../key-guard.js";
 import { TEMP_UPLOADS_PREFIX, isSystemKey } from "../../core/layout.js";
 import { StoreError } from "../../core/ports.js";
 import type {
-  ByteRange, ByteStream, GetResult, ListOptions, ListPage, ObjectInfo, ObjectStore, PresignOptions, PutOptions,
+  ByteRange, ByteStream, GetResult, ListOptions, ListPage, MultipartUploads, ObjectInfo, ObjectStore, OpenUpload, PresignOptions, PutOptions,
+  UploadedPart,
 } from "../../core/ports.js";
 
 export interface S3ObjectStoreConfig {
@@ -91,6 +106,14 @@ const HEAD_CONCURRENCY = 16;
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 /** Server-side copies may take this long per byte on top of the request timeout (20 MiB/s). */
 const COPY_MS_PER_BYTE = 1000 / (20 * MiB);
+/** CompleteMultipartUpload may take this long on top of the request timeout (S3: "several minutes" for big uploads). */
+const COMPLETE_BASE_MS = 30_000;
+const COMPLETE_MS_PER_PART = 60;
+/** S3's limits of a multipart upload. */
+const MIN_PART_SIZE = 5 * MiB;
+const MAX_PART_SIZE = 5 * GiB;
+const MAX_UPLOAD_SIZE = 5 * 1024 * GiB;
+const LIST_PAGE = 1000;
 /** Failures to reach the store (Node's error codes), as opposed to answers from it. */
 const NETWORK_ERROR_CODES = new Set([
   "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "ESOCKETTIMEDOUT", "EHOSTUNREACH", "EHOSTDOWN",
@@ -386,6 +409,8 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
       });
     },
 
+    multipart: s3Multipart({ client, Bucket, requestTimeout, head: (key) => store.head(key) }),
+
     async ping() {
       try {
         await client.send(new HeadBucketCommand({ Bucket }));
@@ -397,6 +422,154 @@ export function createS3ObjectStore(config: S3ObjectStoreConfig): ObjectStore {
     },
   };
   return guardKeys(store);
+}
+
+// ---- multipart uploads --------------------------------------------------------------------
+
+interface MultipartDeps {
+  client: S3Client;
+  Bucket: string;
+  requestTimeout: number;
+  head(key: string): Promise<ObjectInfo | undefined>;
+}
+
+/** Refuses an upload S3 would not complete (parts over 10,000, too small or too large), before S3 is asked. */
+function checkUploadShape(size: number, partSize: number): void {
+  if (!Number.isSafeInteger(size) || size < 0 || size > MAX_UPLOAD_SIZE) throw new RangeError(`multipart upload size ${size}: 0..${MAX_UPLOAD_SIZE} bytes`);
+  if (!Number.isSafeInteger(partSize) || partSize < 1 || partSize > MAX_PART_SIZE) throw new RangeError(`multipart part size ${partSize}: at most ${MAX_PART_SIZE} bytes`);
+  const count = Math.max(1, Math.ceil(size / partSize));
+  if (count > MAX_PARTS) throw new RangeError(`multipart upload of ${size} bytes in parts of ${partSize}: ${count} parts, at most ${MAX_PARTS}`);
+  if (count > 1 && partSize < MIN_PART_SIZE) throw new RangeError(`multipart part size ${partSize}: at least ${MIN_PART_SIZE} bytes when there are several parts`);
+}
+
+const unquote = (etag: string) => etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1").toLowerCase();
+
+/** The ETag S3 gives an object made of parts with these (hex MD5) etags: the MD5 of their MD5s, then `-<count>`. */
+function multipartEtag(etags: readonly string[]): string | undefined {
+  if (!etags.every((e) => /^[0-9a-f]{32}$/.test(e))) return undefined;
+  return `${createHash("md5").update(Buffer.concat(etags.map((e) => Buffer.from(e, "hex")))).digest("hex")}-${etags.length}`;
+}
+
+/** S3's multipart errors → StoreError (the port's codes), then the general mapping. */
+function mapMultipartError(err: unknown, key: string, uploadId: string): unknown {
+  const name = (err as SdkError | undefined)?.name;
+  let mapped: StoreError | undefined;
+  if (name === "NoSuchUpload") mapped = new StoreError("NotFound", `no such upload ${uploadId} of ${key} (completed or aborted)`);
+  else if (name === "InvalidPart" || name === "InvalidPartOrder" || name === "EntityTooSmall") {
+    mapped = new StoreError("PreconditionFailed", `${key}: ${describeError(err)}`);
+  } else if (name === "BadDigest") mapped = new StoreError("BadDigest", `${key}: the Content-MD5 does not match the part's bytes`);
+  if (!mapped) return mapError(err, key);
+  mapped.cause = err;
+  return mapped;
+}
+
+/** The parts given to complete, in part order, numbered 1..N without a gap or a repeat (else PreconditionFailed). */
+function orderedParts(key: string, parts: ReadonlyArray<{ partNumber: number; etag: string }>): CompletedPart[] {
+  if (parts.length === 0) throw new StoreError("PreconditionFailed", `${key}: no parts given`);
+  const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
+  sorted.forEach((p, i) => {
+    if (p.partNumber !== i + 1) {
+      throw new StoreError("PreconditionFailed", p.partNumber === i ? `${key}: part ${i} is given twice` : `${key}: part ${i + 1} is missing from the parts given`);
+    }
+  });
+  return sorted.map((p) => ({ PartNumber: p.partNumber, ETag: `"${unquote(p.etag)}"` }));
+}
+
+/** The S3 store's MultipartUploads (S3's own multipart uploads; the module comment says how the port's promises are kept). */
+function s3Multipart({ client, Bucket, requestTimeout, head }: MultipartDeps): MultipartUploads {
+  async function listParts(key: string, uploadId: string): Promise<UploadedPart[]> {
+    const parts: UploadedPart[] = [];
+    let marker: string | undefined;
+    try {
+      for (let page = 0; page <= MAX_PARTS / LIST_PAGE; page++) {
+        const out = await client.send(new ListPartsCommand({ Bucket, Key: key, UploadId: uploadId, MaxParts: LIST_PAGE, PartNumberMarker: marker }));
+        for (const p of out.Parts ?? []) {
+          if (p.PartNumber !== undefined) parts.push({ partNumber: p.PartNumber, size: p.Size ?? 0, etag: unquote(p.ETag ?? "") });
+        }
+        if (out.IsTruncated !== true || out.NextPartNumberMarker === undefined) break;
+        marker = out.NextPartNumberMarker;
+      }
+    } catch (err) {
+      throw mapMultipartError(err, key, uploadId);
+    }
+    return parts.sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async function complete(key: string, uploadId: string, given: ReadonlyArray<{ partNumber: number; etag: string }>): Promise<ObjectInfo> {
+    const Parts = orderedParts(key, given);
+    try {
+      await client.send(new CompleteMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts } }),
+        { requestTimeout: requestTimeout + COMPLETE_BASE_MS + COMPLETE_MS_PER_PART * Parts.length });
+    } catch (err) {
+      // An attempt that S3 carried out but whose answer was lost: the retry hears NoSuchUpload,
+      // and the object at the key is the one these parts make.
+      const expected = multipartEtag(Parts.map((p) => unquote(p.ETag ?? "")));
+      const done = (err as SdkError | undefined)?.name === "NoSuchUpload" && expected !== undefined ? await head(key).catch(() => undefined) : undefined;
+      if (!done || done.etag === undefined || unquote(done.etag) !== expected) throw mapMultipartError(err, key, uploadId);
+    }
+    const info = await head(key);
+    if (!info) throw new StoreError("NotFound", `${key} vanished right after its upload completed`);
+    return info;
+  }
+
+  async function listOpen(before: Date, limit: number): Promise<OpenUpload[]> {
+    const open: OpenUpload[] = [];
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    try {
+      while (open.length < limit) {
+        const out = await client.send(new ListMultipartUploadsCommand({ Bucket, MaxUploads: LIST_PAGE, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+        for (const u of out.Uploads ?? []) {
+          if (u.Key === undefined || u.UploadId === undefined || u.Initiated === undefined) continue;
+          if (u.Initiated.getTime() < before.getTime() && open.length < limit) open.push({ key: u.Key, uploadId: u.UploadId, initiated: u.Initiated });
+        }
+        if (out.IsTruncated !== true || (out.NextKeyMarker === undefined && out.NextUploadIdMarker === undefined)) break;
+        keyMarker = out.NextKeyMarker;
+        uploadIdMarker = out.NextUploadIdMarker;
+      }
+    } catch (err) {
+      throw mapError(err, "");
+    }
+    return open;
+  }
+
+  return {
+    async create(key, o) {
+      checkUploadShape(o.size, o.partSize);
+      try {
+        const out = await client.send(new CreateMultipartUploadCommand({
+          Bucket, Key: key, ContentType: o.contentType ?? DEFAULT_CONTENT_TYPE, Metadata: toS3UserMetadata(o.metadata),
+        }));
+        if (!out.UploadId) throw new Error(`S3 CreateMultipartUpload for ${key} returned no UploadId`);
+        return out.UploadId;
+      } catch (err) {
+        throw mapError(err, key);
+      }
+    },
+
+    // Content-Length is signed: S3 refuses a body of another length (403). A Content-MD5 the
+    // client adds is not signed, and S3 still checks it against the bytes (400 BadDigest).
+    async presignPart(key, uploadId, partNumber, o) {
+      if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PARTS) throw new RangeError(`part number ${partNumber}: 1..${MAX_PARTS}`);
+      if (!Number.isSafeInteger(o.size) || o.size < 0) throw new RangeError(`part size ${o.size}`);
+      const command = new UploadPartCommand({ Bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ContentLength: o.size });
+      return getSignedUrl(client, command, { expiresIn: o.expiresIn, signableHeaders: new Set(["content-length"]) });
+    },
+
+    listParts,
+    complete,
+
+    async abort(key, uploadId) {
+      try {
+        await client.send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId }));
+      } catch (err) {
+        if ((err as SdkError | undefined)?.name === "NoSuchUpload" || isNotFound(err)) return;
+        throw mapMultipartError(err, key, uploadId);
+      }
+    },
+
+    listOpen,
+  };
 }
 
 function copySource(bucket: string, key: string): string {
@@ -446,11 +619,15 @@ function normalizeMetadata(metadata: Record<string, string> | undefined): Record
   return out;
 }
 
-function toS3Metadata(sha256: string, metadata: Record<string, string> | undefined): Record<string, string> {
+/** User metadata as sent to S3, without a checksum (a multipart upload's: its sha256 comes later). */
+function toS3UserMetadata(metadata: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(normalizeMetadata(metadata))) out[k] = encodeMetadataValue(v);
-  out[SHA256_KEY] = sha256;
   return out;
+}
+
+function toS3Metadata(sha256: string, metadata: Record<string, string> | undefined): Record<string, string> {
+  return { ...toS3UserMetadata(metadata), [SHA256_KEY]: sha256 };
 }
 
 function fromS3Metadata(raw: Record<string, string> | undefined): { sha256?: string; metadata: Record<string, string> } {

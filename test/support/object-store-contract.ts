@@ -1,12 +1,12 @@
 /**
  * The ObjectStore contract (docs/storage.md#the-object-store-contract): one suite that every adapter (s3, local-fs) must
- * pass, so both modes store, list, range and presign the same way. Each case gets a fresh,
- * empty store from `make()` and calls its `cleanup()` afterwards.
+ * pass, so both modes store, list, range, presign and take multipart uploads the same way.
+ * Each case gets a fresh, empty store from `make()` and calls its `cleanup()` afterwards.
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { Test } from "tap";
 import { StoreError } from "../../core/ports.js";
-import type { ByteStream, ObjectStore } from "../../core/ports.js";
+import type { ByteStream, MultipartUploads, ObjectStore } from "../../core/ports.js";
 
 export interface ObjectStoreContractOptions {
   /** Fetch presigned URLs with global `fetch` (the local adapter's are served by the api-server). Default true. */
@@ -71,6 +71,30 @@ function tamper(url: string, name: RegExp, change: (value: string) => string): s
 }
 
 const flipLast = (s: string) => s.slice(0, -1) + (s.endsWith("0") ? "1" : "0");
+
+const md5Of = (data: Uint8Array) => createHash("md5").update(data);
+
+/** PUTs `bytes` to a part URL, with a Content-MD5 (of the bytes unless given); the status and the ETag header. */
+async function sendPart(url: string, bytes: Uint8Array, md5: string | null = md5Of(bytes).digest("base64")): Promise<{ status: number; etag: string | null; text: string }> {
+  const res = await fetch(url, { method: "PUT", body: new Uint8Array(bytes), headers: md5 === null ? {} : { "Content-MD5": md5 } });
+  return { status: res.status, etag: res.headers.get("etag"), text: await res.text() };
+}
+
+/** The store's multipart uploads; the contract requires them of every adapter. */
+function multipartOf(t: Test, store: ObjectStore): MultipartUploads {
+  if (!store.multipart) {
+    t.fail("the store has no multipart uploads");
+    throw new Error("no multipart uploads");
+  }
+  return store.multipart;
+}
+
+/** An upload of `data` in parts of `partSize`: the parts' bytes, numbered from 1. */
+function partsOf(data: Buffer, partSize: number): Array<{ partNumber: number; bytes: Buffer }> {
+  const parts = [];
+  for (let i = 0; i * partSize < data.length || i === 0; i++) parts.push({ partNumber: i + 1, bytes: data.subarray(i * partSize, Math.min((i + 1) * partSize, data.length)) });
+  return parts;
+}
 
 export function objectStoreContract(t: Test, name: string, make: Make, options: ObjectStoreContractOptions = {}): Promise<unknown> {
   const presignedFetch = options.presignedFetch ?? true;
@@ -479,9 +503,193 @@ export function objectStoreContract(t: Test, name: string, make: Make, options: 
     }],
   ];
 
+  // Multipart uploads: the parts go by real HTTP PUT to their presigned URLs (the local
+  // store's are served by the api-server), so these need presigned fetches too.
+  const mpData = randomBytes(11 * MiB + 123); // parts of 5 MiB, 5 MiB and 1 MiB + 123 bytes
+  const mpParts = partsOf(mpData, 5 * MiB);
+  const hour = 3600_000;
+  const multipartCases: Array<[string, Case]> = [
+    ["multipart: parts sent out of order and in parallel make the object at complete, and only then", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const key = "mp/reads.fastq";
+      const id = await mp.create(key, { size: mpData.length, partSize: 5 * MiB, contentType: "text/x-fastq", metadata: { description: "lane 1" } });
+      t.ok((await mp.listOpen(new Date(Date.now() + hour), 100)).some((u) => u.uploadId === id && u.key === key), "listOpen (before: in an hour) sees the upload");
+      t.notOk((await mp.listOpen(new Date(Date.now() - hour), 100)).some((u) => u.uploadId === id), "listOpen (before: an hour ago) does not");
+      const urls = new Map<number, string>();
+      for (const p of [...mpParts].reverse()) urls.set(p.partNumber, await mp.presignPart(key, id, p.partNumber, { expiresIn: 300, size: p.bytes.length }));
+      // Out of order and at once, part 2 twice (a part may be sent again before complete).
+      const sends = [...mpParts].reverse().concat(mpParts.slice(1, 2)).map((p) => sendPart(urls.get(p.partNumber) ?? "", p.bytes));
+      const answers = await Promise.all(sends);
+      answers.forEach((a, i) => t.equal(a.status, 200, `PUT ${i + 1} answered 200`, { text: a.text }));
+      t.strictSame(answers.slice(0, 3).map((a) => a.etag), [...mpParts].reverse().map((p) => `"${md5Of(p.bytes).digest("hex")}"`), "each answer's ETag is its part's MD5, quoted");
+      t.equal(await store.head(key), undefined, "before complete: nothing at the key");
+      t.strictSame(await listAll(store, ""), [], "before complete: nothing listed");
+      t.strictSame(await listAll(store, "_system/"), [], "nor under _system/: the parts are listed nowhere");
+      const parts = await mp.listParts(key, id);
+      t.strictSame(parts, mpParts.map((p) => ({ partNumber: p.partNumber, size: p.bytes.length, etag: md5Of(p.bytes).digest("hex") })), "listParts: every part once, in order, size and MD5 hex etag");
+      const info = await mp.complete(key, id, [...parts].reverse().map((p) => ({ partNumber: p.partNumber, etag: p.etag })));
+      t.equal(info.key, key);
+      t.equal(info.size, mpData.length, "complete answers the object's size");
+      t.equal(info.sha256, undefined, "and no sha256 yet");
+      t.equal(info.contentType, "text/x-fastq", "the content type given to create");
+      t.equal(info.metadata?.description, "lane 1", "and its metadata");
+      t.equal(sha256Hex(await readAll((await store.get(key)).body)), sha256Hex(mpData), "get: exactly the bytes, in part order");
+      t.strictSame(await listAll(store, ""), [key], "listed once complete");
+      await expectStoreError(t, mp.listParts(key, id), "NotFound", "listParts after complete");
+      t.notOk((await mp.listOpen(new Date(Date.now() + hour), 100)).some((u) => u.uploadId === id), "listOpen no longer sees it");
+      const described = await store.describe(key, { sha256: sha256Hex(mpData) });
+      t.equal(described.sha256, sha256Hex(mpData), "describe records the sha256 afterwards");
+      t.equal((await store.head(key))?.contentType, "text/x-fastq", "keeping the content type");
+    }],
+
+    ["multipart: a part whose Content-MD5 does not match its bytes is refused and not recorded", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const bytes = randomBytes(1000);
+      const id = await mp.create("mp/one", { size: 1000, partSize: 1000 });
+      const url = await mp.presignPart("mp/one", id, 1, { expiresIn: 300, size: 1000 });
+      const wrong = await sendPart(url, bytes, md5Of(Buffer.from("other")).digest("base64"));
+      t.equal(wrong.status, 400, "a wrong Content-MD5: 400");
+      t.match(wrong.text, /BadDigest|Content-MD5/, "saying the digest does not match", { text: wrong.text });
+      const malformed = await sendPart(url, bytes, "not-an-md5");
+      t.equal(malformed.status, 400, "a malformed Content-MD5: 400");
+      t.strictSame(await mp.listParts("mp/one", id), [], "no part recorded");
+      t.equal((await sendPart(url, bytes)).status, 200, "the same URL with the right Content-MD5: 200");
+      t.equal((await sendPart(url, bytes, null)).status, 200, "and without one (it is optional)");
+      t.strictSame(await mp.listParts("mp/one", id), [{ partNumber: 1, size: 1000, etag: md5Of(bytes).digest("hex") }], "recorded once");
+      await mp.abort("mp/one", id);
+    }],
+
+    ["multipart: a part of the wrong length is refused", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const id = await mp.create("mp/len", { size: 1000, partSize: 1000 });
+      const url = await mp.presignPart("mp/len", id, 1, { expiresIn: 300, size: 1000 });
+      // S3 signs the Content-Length (403 for another); the api-server counts it (400).
+      const refusal = mp.putPart ? 400 : 403;
+      for (const n of [999, 1001, 0]) t.equal((await sendPart(url, randomBytes(n))).status, refusal, `${n} bytes for a 1000-byte part: refused`);
+      t.strictSame(await mp.listParts("mp/len", id), [], "no part recorded");
+      if (mp.putPart) {
+        // The store itself, below the route's own count.
+        for (const n of [999, 1001]) await expectStoreError(t, mp.putPart("mp/len", id, 1, chunked(randomBytes(n), 100), { size: 1000 }), "TooLarge", `putPart of ${n} bytes`);
+        await expectStoreError(t, mp.putPart("mp/len", id, 1, chunked(randomBytes(10)), { size: 10 }), "TooLarge", "putPart declaring another size than the part's");
+        await expectStoreError(t, mp.putPart("mp/len", id, 2, chunked(randomBytes(10)), { size: 10 }), "PreconditionFailed", "putPart of a part the upload does not have");
+        t.strictSame(await mp.listParts("mp/len", id), [], "still no part recorded");
+      }
+      await mp.abort("mp/len", id);
+    }],
+
+    ["multipart: complete with a missing part or a wrong etag fails, stores nothing, and leaves the upload open", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const data = randomBytes(10 * MiB + 10);
+      const parts = partsOf(data, 5 * MiB);
+      const key = "mp/gap";
+      const id = await mp.create(key, { size: data.length, partSize: 5 * MiB });
+      const etagOf = (n: number) => md5Of(parts[n - 1]?.bytes ?? Buffer.alloc(0)).digest("hex");
+      const send = async (n: number) => t.equal((await sendPart(await mp.presignPart(key, id, n, { expiresIn: 300, size: parts[n - 1]?.bytes.length ?? 0 }), parts[n - 1]?.bytes ?? Buffer.alloc(0))).status, 200, `part ${n} sent`);
+      await send(1);
+      await send(3);
+      const all = [1, 2, 3].map((n) => ({ partNumber: n, etag: etagOf(n) }));
+      await expectStoreError(t, mp.complete(key, id, all), "PreconditionFailed", "part 2 never sent");
+      await expectStoreError(t, mp.complete(key, id, all.filter((p) => p.partNumber !== 2)), "PreconditionFailed", "part 2 left out of the list");
+      t.equal(await store.head(key), undefined, "nothing at the key");
+      await send(2);
+      await expectStoreError(t, mp.complete(key, id, all.map((p) => (p.partNumber === 1 ? { partNumber: 1, etag: md5Of(Buffer.from("x")).digest("hex") } : p))), "PreconditionFailed", "a wrong etag for part 1");
+      t.equal(await store.head(key), undefined, "still nothing at the key");
+      t.strictSame(await listAll(store, ""), [], "nor listed");
+      const info = await mp.complete(key, id, all.map((p) => ({ partNumber: p.partNumber, etag: `"${p.etag}"` })));
+      t.equal(info.size, data.length, "the upload was still open: complete (etags quoted this time) succeeds");
+      t.equal(sha256Hex(await readAll((await store.get(key)).body)), sha256Hex(data), "with exactly the bytes");
+    }],
+
+    ["multipart: abort discards the upload", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const id = await mp.create("mp/gone", { size: 100, partSize: 100 });
+      const bytes = randomBytes(100);
+      t.equal((await sendPart(await mp.presignPart("mp/gone", id, 1, { expiresIn: 300, size: 100 }), bytes)).status, 200, "a part sent");
+      await mp.abort("mp/gone", id);
+      await expectStoreError(t, mp.listParts("mp/gone", id), "NotFound", "listParts after abort");
+      await expectStoreError(t, mp.complete("mp/gone", id, [{ partNumber: 1, etag: md5Of(bytes).digest("hex") }]), "NotFound", "complete after abort");
+      t.equal(await store.head("mp/gone"), undefined, "nothing at the key");
+      t.notOk((await mp.listOpen(new Date(Date.now() + hour), 100)).some((u) => u.uploadId === id), "listOpen no longer sees it");
+      await mp.abort("mp/gone", id);
+      t.pass("aborting again is not an error");
+      const late = await sendPart(await mp.presignPart("mp/gone", id, 1, { expiresIn: 300, size: 100 }), bytes);
+      t.equal(late.status, 404, "a part sent after abort: 404");
+    }],
+
+    ["multipart, stores taking parts themselves (putPart): complete waits for a part in flight and refuses new ones", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const putPart = mp.putPart?.bind(mp);
+      if (!putPart) { t.pass("this store takes no parts itself (its part URLs are the store's own)"); return; }
+      const bytes = randomBytes(100);
+      const etag = md5Of(bytes).digest("hex");
+      const id = await mp.create("mp/wait", { size: 100, partSize: 100 });
+      let release = () => undefined as void;
+      const gate = new Promise<void>((r) => { release = r; });
+      async function* slow(): AsyncGenerator<Uint8Array> { yield bytes.subarray(0, 50); await gate; yield bytes.subarray(50); }
+      const order: string[] = [];
+      const inFlight = putPart("mp/wait", id, 1, slow(), { size: 100, md5: md5Of(bytes).digest("base64") }).then((p) => { order.push("part"); return p; });
+      await new Promise((r) => setTimeout(r, 50));
+      const completed = mp.complete("mp/wait", id, [{ partNumber: 1, etag }]).then((i) => { order.push("complete"); return i; });
+      await new Promise((r) => setTimeout(r, 50));
+      t.strictSame(order, [], "complete waits while the part is still arriving");
+      // Awaited only after the release: were it queued behind the part in flight, it must not hang the case.
+      const late = putPart("mp/wait", id, 1, chunked(randomBytes(100)), { size: 100 });
+      late.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 20));
+      release();
+      await expectStoreError(t, late, "NotFound", "a part begun once complete has started");
+      t.strictSame(await inFlight, { partNumber: 1, size: 100, etag }, "the part in flight is stored");
+      t.equal((await completed).size, 100, "complete then makes the object of it");
+      t.strictSame(order, ["part", "complete"], "in that order");
+      t.equal(sha256Hex(await readAll((await store.get("mp/wait")).body)), sha256Hex(bytes), "with its bytes");
+      // The same part number sent twice at once: one write after the other, one record.
+      const id2 = await mp.create("mp/twice", { size: 100, partSize: 100 });
+      const other = randomBytes(100);
+      const [a, b] = await Promise.all([putPart("mp/twice", id2, 1, chunked(bytes, 7), { size: 100 }), putPart("mp/twice", id2, 1, chunked(other, 7), { size: 100 })]);
+      t.strictSame([a.etag, b.etag], [etag, md5Of(other).digest("hex")], "both stored, in turn");
+      t.strictSame(await mp.listParts("mp/twice", id2), [b], "the last one is the part");
+      await mp.complete("mp/twice", id2, [b]);
+      t.equal(sha256Hex(await readAll((await store.get("mp/twice")).body)), sha256Hex(other), "its bytes, not a mix of both");
+    }],
+
+    ["multipart: a key that is not normalized is refused before the store is asked", async (t, store) => {
+      const mp = multipartOf(t, store);
+      for (const key of ["a/../b", "/abs", "a//b"]) {
+        await expectStoreError(t, mp.create(key, { size: 10, partSize: 10 }), "InvalidKey", `create ${key}`);
+        await expectStoreError(t, mp.presignPart(key, "u", 1, { expiresIn: 60, size: 10 }), "InvalidKey", `presignPart ${key}`);
+        await expectStoreError(t, mp.listParts(key, "u"), "InvalidKey", `listParts ${key}`);
+        await expectStoreError(t, mp.complete(key, "u", [{ partNumber: 1, etag: "x" }]), "InvalidKey", `complete ${key}`);
+        await expectStoreError(t, mp.abort(key, "u"), "InvalidKey", `abort ${key}`);
+      }
+      t.strictSame(await mp.listOpen(new Date(Date.now() + hour), 100), [], "no upload was begun");
+    }],
+
+    ["multipart: a part URL tampered with, or expired, is refused (403)", async (t, store) => {
+      const mp = multipartOf(t, store);
+      const id = await mp.create("mp/signed", { size: 100, partSize: 100 });
+      const bytes = randomBytes(100);
+      const url = await mp.presignPart("mp/signed", id, 1, { expiresIn: 300, size: 100 });
+      const tampered = [
+        ["signature", tamper(url, /signature/i, flipLast)],
+        ["part number", tamper(url, /^part_?number$/i, () => "2")],
+        ["expiry", tamper(url, /^(x-amz-)?expires$/i, (v) => String(Number(v) + 1000))],
+      ] as const;
+      for (const [what, changed] of tampered) {
+        t.ok(changed, `the URL carries its ${what}`);
+        const res = await sendPart(changed ?? url, bytes);
+        t.equal(res.status, 403, `tampered ${what}: 403`);
+      }
+      const soon = await mp.presignPart("mp/signed", id, 1, { expiresIn: 1, size: 100 });
+      await new Promise((r) => setTimeout(r, 2100));
+      t.equal((await sendPart(soon, bytes)).status, 403, "expired: 403");
+      t.strictSame(await mp.listParts("mp/signed", id), [], "no part recorded");
+      await mp.abort("mp/signed", id);
+    }],
+  ];
+
   return t.test(name, async (t) => {
-    for (const [caseName, run] of [...cases, ...presignCases]) {
-      const isPresign = presignCases.some(([n]) => n === caseName);
+    for (const [caseName, run] of [...cases, ...presignCases, ...multipartCases]) {
+      const isPresign = presignCases.some(([n]) => n === caseName) || multipartCases.some(([n]) => n === caseName);
       if (isPresign && !presignedFetch) {
         await t.test(caseName, { skip: "presigned URLs are served elsewhere for this adapter (presignedFetch: false)" }, () => undefined);
         continue;
