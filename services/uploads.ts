@@ -206,19 +206,23 @@ export async function abortMultipartUpload(store: ObjectStore, ws: WorkspaceReco
 /**
  * Aborts uploads begun more than MULTIPART_MAX_AGE_MS before `nowMs` and never confirmed: the
  * recorded ones, then any the store still holds without a record (a crash between the two
- * writes). At most `maxPages` pages of 1,000 records; returns how many uploads it aborted.
+ * writes) — never one whose record is still young. At most `maxPages` pages of 1,000
+ * records (the unrecorded ones only once every record was read); returns how many uploads
+ * it aborted.
  */
 export async function sweepMultipartUploads(store: ObjectStore, nowMs: number, maxPages = 20): Promise<number> {
   const mp = store.multipart;
   if (!mp) return 0;
   const cutoff = nowMs - MULTIPART_MAX_AGE_MS;
+  const live = new Set<string>();
   let aborted = 0;
   let cursor: string | undefined;
   for (let page = 0; page < maxPages; page++) {
     const got = await store.list(MULTIPART_RECORDS_PREFIX, { limit: 1000, ...(cursor ? { cursor } : {}) });
     for (const item of got.items) {
       const r = await readJson<MultipartRecord>(store, item.key).catch(() => undefined);
-      if (!r || Date.parse(r.createdAt) >= cutoff) continue;
+      if (!r) continue;
+      if (Date.parse(r.createdAt) >= cutoff) { live.add(r.storeUploadId); continue; }
       await mp.abort(r.storageKey, r.storeUploadId);
       await store.delete(item.key);
       aborted++;
@@ -226,7 +230,9 @@ export async function sweepMultipartUploads(store: ObjectStore, nowMs: number, m
     cursor = got.nextCursor;
     if (!cursor) break;
   }
+  if (cursor) return aborted;
   for (const open of await mp.listOpen(new Date(cutoff), 1000)) {
+    if (live.has(open.uploadId)) continue;
     await mp.abort(open.key, open.uploadId);
     aborted++;
   }

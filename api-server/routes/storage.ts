@@ -110,12 +110,16 @@ async function putPart(app: FastifyInstance, req: FastifyRequest, reply: Fastify
   }
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   if (declared !== undefined && declared !== r.size) throw wrongPartLength(r.size, declared);
+  const body = exactly(req.raw, r.size, wrongPartLength);
   try {
-    const part = await putPartOf(r.key, r.uploadId, r.partNumber, exactly(req.raw, r.size, wrongPartLength), { size: r.size, ...(md5 !== undefined ? { md5 } : {}) });
+    const part = await putPartOf(r.key, r.uploadId, r.partNumber, body, { size: r.size, ...(md5 !== undefined ? { md5 } : {}) });
     app.operon.metrics.uploadedBytes.inc({ via: "parts" }, part.size);
     void reply.header("etag", `"${part.etag}"`);
     return reply.status(200).send();
   } catch (e) {
+    // The body is piped, so Node does not discard what is left of it: without this, the
+    // client's upload stalls and it never reads the answer.
+    body.resume();
     throw partError(e);
   }
 }

@@ -260,7 +260,12 @@ t.test("what the app answers is what the document says", async (t) => {
   await expect(call("GET", "/v1/files/download?workspace_id=ws1&key=data/ok.txt"), 200, "download URL");
   await expect(call("DELETE", "/v1/files?workspace_id=ws1&key=gone.txt"), 200, "delete");
   await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 4 }), 413, "upload-url over 5 TiB");
-  await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 3 }), 200, "upload-url over 5 GiB: by parts");
+  const parts = await expect(call("POST", "/v1/files/upload-url", { workspace_id: "ws1", filename: "big.bin", size: 6 * 1024 ** 3 }), 200, "upload-url over 5 GiB: by parts");
+  const uploadId = (JSON.parse(parts.body) as { data: { uploadId: string } }).data.uploadId;
+  await expect(call("GET", `/v1/files/upload-parts?workspace_id=ws1&upload_id=${uploadId}`), 200, "parts received");
+  await expect(call("POST", "/v1/files/upload-parts", { workspace_id: "ws1", upload_id: uploadId, part_numbers: [96] }), 200, "part URLs");
+  await expect(call("POST", "/v1/files/upload-confirm", { workspace_id: "ws1", file_key: "big.bin", upload_id: uploadId, parts: [{ part_number: 1, etag: "0".repeat(32) }] }), 409, "confirm of a multipart upload with parts missing");
+  await expect(call("POST", "/v1/files/upload-abort", { workspace_id: "ws1", upload_id: uploadId }), 200, "abort");
   await expect(call("GET", "/v1/files/upload-parts?workspace_id=ws1&upload_id=mpu-00000000000000000000000000000000"), 404, "parts of an unknown upload");
   await expect(call("POST", "/v1/files/upload-parts", { workspace_id: "ws1", upload_id: "mpu-00000000000000000000000000000000", part_numbers: [1] }), 404, "part URLs of an unknown upload");
   await expect(call("POST", "/v1/files/upload-abort", { workspace_id: "ws1", upload_id: "nope" }), 400, "abort with a malformed upload id");

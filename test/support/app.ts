@@ -33,7 +33,7 @@ export async function testApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | 
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => { offset += ms; } };
-  const store = options.store ?? createLocalObjectStore({ root: dir, publicUrl: "http://localhost", signingSecret: SECRET, clock });
+  const store = options.store ?? createLocalObjectStore({ root: dir, publicUrl: options.publicUrl ?? "http://localhost", signingSecret: SECRET, clock });
   const service = new ServiceStore(store);
   let engine: Engine | undefined;
   let executor: ReturnType<typeof createProcessExecutor> | undefined;
