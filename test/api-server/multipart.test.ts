@@ -12,6 +12,7 @@ import { mkdtemp, open, rm, truncate } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { createS3ObjectStore } from "../../adapters/s3/object-store.js";
 import { sweepMultipartUploads } from "../../services/uploads.js";
 import { freePorts, startMinio } from "../support/minio.js";
@@ -28,23 +29,31 @@ const s3 = () => createS3ObjectStore({
 const scratch = await mkdtemp(join(tmpdir(), "operon-multipart-"));
 t.teardown(() => rm(scratch, { recursive: true, force: true }));
 
-interface Server { a: TestApp; base: string; h: Record<string, string>; api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any }> }
+interface Server { a: TestApp; org: string; base: string; h: Record<string, string>; api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; json: Json }> }
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- API answers of many shapes, checked by t.match
+type Json = any;
 
-/** A real listening api-server over `kind`'s store, with workspaces ws1 (acme) and ws9 (other). */
+let servers = 0;
+/**
+ * A real listening api-server over `kind`'s store, with workspaces ws1 (of organization
+ * `org`) and ws9 (of another); each server's organizations are new (the S3 bucket is shared).
+ */
 async function serve(kind: "local" | "s3", engine = false): Promise<Server> {
+  const org = `acme${++servers}`;
+  const other = `other${servers}`;
   const [port] = await freePorts(1);
   const base = `http://127.0.0.1:${port}`;
   const a = await testApp({ publicUrl: base, ...(kind === "s3" ? { store: s3() } : {}), ...(engine ? { engine: {} } : {}) });
   await a.app.listen({ port: port as number, host: "127.0.0.1" });
-  await a.service.createWorkspace("acme", "ws1");
-  await a.service.createWorkspace("other", "ws9");
-  const h = { authorization: `Bearer ${await a.key("acme", ["files", "tools"], ["ws1"])}` };
+  await a.service.createWorkspace(org, "ws1");
+  await a.service.createWorkspace(other, "ws9");
+  const h = { authorization: `Bearer ${await a.key(org, ["files", "tools"], ["ws1"])}` };
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = h) => {
     const res = await fetch(base + path, { method, headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     const text = await res.text();
     return { status: res.status, json: text ? JSON.parse(text) : undefined };
   };
-  return { a, base, h, api };
+  return { a, org, base, h, api };
 }
 
 const md5 = (b: Buffer) => createHash("md5").update(b).digest();
@@ -146,12 +155,12 @@ for (const kind of ["local", "s3"] as const) {
     t.match([wrongEtag.status, wrongEtag.json.details], [409, { part_number: 3 }], "a wrong etag names the part");
     const wrongSize = await confirm({ size: body.length + 1 });
     t.match([wrongSize.status, wrongSize.json.details], [409, { field: "size" }]);
-    const otherOrg = await s.a.key("other", ["files"], ["ws9"]);
+    const otherOrg = await s.a.key(s.org.replace("acme", "other"), ["files"], ["ws9"]);
     const foreign = await confirm({ workspace_id: "ws9" }, { authorization: `Bearer ${otherOrg}` });
     t.match([foreign.status, foreign.json.details], [404, { field: "upload_id" }], "another organization's upload id is not found");
     const foreignParts = await s.api("GET", `/v1/files/upload-parts?workspace_id=ws9&upload_id=${d.uploadId}`, undefined, { authorization: `Bearer ${otherOrg}` });
     t.equal(foreignParts.status, 404, "nor are its parts listed");
-    const noScope = await s.a.key("acme", ["tools"], ["ws1"]);
+    const noScope = await s.a.key(s.org, ["tools"], ["ws1"]);
     const scoped = await confirm({}, { authorization: `Bearer ${noScope}` });
     t.equal(scoped.status, 403, "a key without the files scope");
     t.equal(await listed(s, "c.bin"), undefined, "nothing became visible");
@@ -172,6 +181,11 @@ for (const kind of ["local", "s3"] as const) {
     t.not((await putPart(d.parts[1].uploadUrl, slice(2, d.partSize))).status, 200, "a part URL of an aborted upload stores nothing");
     t.equal((await s.api("POST", "/v1/files/upload-abort", { workspace_id: "ws1", upload_id: d.uploadId })).status, 404);
 
+    const mp = s.a.store.multipart;
+    if (!mp) throw new Error("the store has multipart uploads");
+    // An upload the store holds without a record (a crash between the store's create and the record).
+    const orphanKey = `orgs/${s.org}/workspaces/ws1/orphan.bin`;
+    const orphan = await mp.create(orphanKey, { size: 10, partSize: 5 * MiB });
     const old = await begin("old.bin");
     t.equal((await putPart(old.parts[0].uploadUrl, slice(1, old.partSize))).status, 200);
     t.equal(await sweepMultipartUploads(s.a.store, s.a.clock.now()), 0, "a young upload is kept");
@@ -182,6 +196,7 @@ for (const kind of ["local", "s3"] as const) {
     t.ok(swept >= 1, `the sweep aborted ${swept} upload(s)`);
     t.equal((await s.api("GET", `/v1/files/upload-parts?workspace_id=ws1&upload_id=${old.uploadId}`)).status, 404, "the 8-day-old upload is aborted");
     t.equal((await s.api("GET", `/v1/files/upload-parts?workspace_id=ws1&upload_id=${young.uploadId}`)).status, 200, "the 2-day-old one is kept");
+    await t.rejects(mp.listParts(orphanKey, orphan), { code: "NotFound" }, "the old upload without a record is aborted too");
     t.equal((await s.api("GET", "/v1/files?workspace_id=ws1")).json.data.length, 0);
   });
 
@@ -212,7 +227,7 @@ t.test("local: a run refuses an input whose checksum is still being computed, an
   const mp = s.a.store.multipart;
   if (!mp) throw new Error("the local store has multipart uploads");
   // A file completed by parts whose checksum was not asked for yet: as between confirm and its hash.
-  const key = "orgs/acme/workspaces/ws1/in/reads.txt";
+  const key = `orgs/${s.org}/workspaces/ws1/in/reads.txt`;
   const text = Buffer.from("hello\n".repeat(1000));
   const id = await mp.create(key, { size: text.length, partSize: 5 * MiB });
   const part = await fetch((await mp.presignPart(key, id, 1, { expiresIn: 60, size: text.length })), { method: "PUT", body: new Uint8Array(text) });
@@ -226,7 +241,7 @@ t.test("local: a run refuses an input whose checksum is still being computed, an
   const checksums = s.a.app.operon.checksums;
   if (!checksums) throw new Error("the files routes set up checksums");
   const info = await s.a.store.head(key);
-  await checksums.request("acme", info as NonNullable<typeof info>);
+  await checksums.request(s.org, info as NonNullable<typeof info>);
   await until("the checksum", async () => (await s.a.store.head(key))?.sha256);
   t.equal((await s.a.store.head(key))?.sha256, sha256(text));
   const ok = await run();
@@ -252,7 +267,7 @@ async function hashStream(url: string): Promise<string> {
   const res = await fetch(url);
   if (!res.body) throw new Error(`no body: ${res.status}`);
   const h = createHash("sha256");
-  for await (const c of Readable.fromWeb(res.body as import("node:stream/web").ReadableStream<Uint8Array>)) h.update(c as Buffer);
+  for await (const c of Readable.fromWeb(res.body as WebReadableStream<Uint8Array>)) h.update(c as Buffer);
   return h.digest("hex");
 }
 
