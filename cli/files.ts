@@ -15,6 +15,7 @@ import { UsageError, type Ctx } from "./program.js";
 import { ServerError, apiAction, clientOf, query, type ApiClient } from "./client.js";
 import { humanSize, json, positiveInt, withCommon, shortTime, table, type CommonOptions } from "./output.js";
 import { morePages } from "./runs.js";
+import { httpFetch } from "./http-fetch.js";
 import {
   DEFAULT_PARALLEL, DEFAULT_PART_THRESHOLD, DEFAULT_RANGE_BYTES, Interrupted, Progress, downloadByRanges, interruptible, uploadByParts, waitChecksum,
   type FileView, type Transfer, type TransferIO, type UploadRequest,
@@ -140,7 +141,7 @@ export function byteSize(v: string): number {
 
 function transferOf(ctx: Ctx, client: ApiClient, signal: AbortSignal, parallel: number): Transfer {
   const progress = new Progress(ctx.io as TransferIO);
-  return { client, fetch: ctx.fetch ?? fetch, env: ctx.env, signal, progress, parallel, note: (line) => { progress.clear(); ctx.io.err(line); } };
+  return { client, fetch: ctx.fetch ?? httpFetch, env: ctx.env, signal, progress, parallel, note: (line) => { progress.clear(); ctx.io.err(line); } };
 }
 
 /** The local files, each a regular file that can be read (a usage error otherwise, before anything is sent). */

@@ -12,6 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { MULTIPART_RECORDS_PREFIX, multipartRecordKey } from "../core/layout.js";
 import { OperonError, badRequest } from "../core/errors.js";
+import { MAX_MULTIPART_BYTES, MAX_PARTS, MAX_PART_BYTES, MIN_PART_BYTES, partBytes, partCountOf, plainEtag } from "../core/multipart.js";
 import { StoreError, type MultipartUploads, type ObjectInfo, type ObjectStore, type UploadedPart } from "../core/ports.js";
 import { readJson, updateJson } from "../adapters/json-store.js";
 import { fileKey } from "./access.js";
@@ -19,12 +20,6 @@ import { fileName, fileView, folder, type FileView } from "./files.js";
 import type { WorkspaceRecord } from "./store.js";
 
 const MiB = 1024 ** 2;
-const GiB = 1024 ** 3;
-/** S3's limits, kept by both stores: parts of 5 MiB to 5 GiB (the last may be smaller), at most 10,000, 5 TiB in all. */
-export const MIN_PART_BYTES = 5 * MiB;
-export const MAX_PART_BYTES = 5 * GiB;
-export const MAX_PARTS = 10_000;
-export const MAX_MULTIPART_BYTES = 5 * 1024 * GiB;
 export const DEFAULT_PART_BYTES = 64 * MiB;
 /** Part URLs handed out at once (more through upload-parts). */
 export const PART_URLS_PER_ANSWER = 1000;
@@ -70,11 +65,11 @@ function partSizeFor(size: number, asked: number | undefined): number {
 }
 
 /** The size part `n` (1-based) of an upload must have. */
-const partBytes = (r: Pick<MultipartRecord, "size" | "partSize" | "partCount">, n: number) => (n < r.partCount ? r.partSize : r.size - (r.partCount - 1) * r.partSize);
+const partOf = (r: Pick<MultipartRecord, "size" | "partSize">, n: number) => partBytes(r.size, r.partSize, n);
 
 async function partUrls(store: ObjectStore, r: MultipartRecord, numbers: readonly number[]) {
   const mp = multipartOf(store);
-  return Promise.all(numbers.map(async (partNumber) => ({ partNumber, uploadUrl: await mp.presignPart(r.storageKey, r.storeUploadId, partNumber, { expiresIn: PART_URL_SECONDS, size: partBytes(r, partNumber) }) })));
+  return Promise.all(numbers.map(async (partNumber) => ({ partNumber, uploadUrl: await mp.presignPart(r.storageKey, r.storeUploadId, partNumber, { expiresIn: PART_URL_SECONDS, size: partOf(r, partNumber) }) })));
 }
 
 /**
@@ -87,7 +82,7 @@ export async function createMultipartUpload(store: ObjectStore, ws: WorkspaceRec
   if (b.size === undefined) throw badRequest("size", "is required for a multipart upload (the file's exact size in bytes)");
   if (b.size > MAX_MULTIPART_BYTES) throw new OperonError("payload_too_large", `size: a file takes at most ${MAX_MULTIPART_BYTES} bytes (5 TiB)`, { field: "size" });
   const partSize = partSizeFor(b.size, b.partSize);
-  const partCount = Math.max(1, Math.ceil(b.size / partSize));
+  const partCount = partCountOf(b.size, partSize);
   const mp = multipartOf(store);
   const storeUploadId = await mp.create(storageKey, { size: b.size, partSize, ...(b.contentType ? { contentType: b.contentType } : {}), ...(b.description !== undefined ? { metadata: { description: b.description } } : {}) });
   const record: MultipartRecord = {
@@ -138,7 +133,6 @@ export async function receivedParts(store: ObjectStore, ws: WorkspaceRecord, id:
 }
 
 const conflict = (message: string, details: Record<string, unknown>) => new OperonError("conflict", message, details);
-const plainEtag = (e: string) => e.trim().replace(/^W\//, "").replace(/^"(.*)"$/, "$1").toLowerCase();
 
 /** Every reason the client's account of its parts differs from the store's: the first one, as a 409 naming the part. */
 function checkParts(r: MultipartRecord, given: ReadonlyArray<{ partNumber: number; etag: string }>, stored: UploadedPart[]): void {
@@ -155,7 +149,7 @@ function checkParts(r: MultipartRecord, given: ReadonlyArray<{ partNumber: numbe
     const s = have.get(n);
     if (!s) throw conflict(`parts: part ${n} was not received; PUT it (GET /v1/files/upload-parts lists the parts received)`, { field: "parts", part_number: n });
     if (plainEtag(s.etag) !== etag) throw conflict(`parts: part ${n}'s etag is ${JSON.stringify(etag)}, but the part received has ${JSON.stringify(plainEtag(s.etag))}; send the part again`, { field: "parts", part_number: n });
-    if (s.size !== partBytes(r, n)) throw conflict(`parts: part ${n} has ${s.size} bytes, not ${partBytes(r, n)}`, { field: "parts", part_number: n });
+    if (s.size !== partOf(r, n)) throw conflict(`parts: part ${n} has ${s.size} bytes, not ${partOf(r, n)}`, { field: "parts", part_number: n });
   }
 }
 

@@ -24,6 +24,7 @@ import { SYSTEM_PREFIX, isSystemKey } from "../../core/layout.js";
 import { StoreError } from "../../core/ports.js";
 import { checkedKey } from "../key-guard.js";
 import { presignPartUrl, presignUrl } from "./presign.js";
+import { MAX_PARTS, checkUploadShape, partBytes, partCountOf, plainEtag } from "../../core/multipart.js";
 
 export interface LocalStoreConfig {
   root: string;
@@ -278,13 +279,6 @@ export function createLocalObjectStore(config: LocalStoreConfig): ObjectStore {
 
 // ---- multipart uploads --------------------------------------------------------------------
 
-const MiB = 1024 * 1024;
-const GiB = 1024 * MiB;
-/** S3's limits, kept here too so that embedded mode takes exactly the uploads cluster mode takes. */
-const MAX_PARTS = 10_000;
-const MIN_PART_SIZE = 5 * MiB;
-const MAX_PART_SIZE = 5 * GiB;
-const MAX_UPLOAD_SIZE = 5 * 1024 * GiB;
 /** Upload ids this store hands out: checked before one becomes part of a path. */
 const UPLOAD_ID = /^[0-9a-f]{32}$/;
 const PART_FILE = /^([1-9]\d{0,4})\.json$/;
@@ -330,19 +324,7 @@ class PartMeter extends Transform {
   }
 }
 
-/** The number of parts of an upload of `size` bytes in parts of `partSize` (an empty upload has one, empty). */
-const partCountOf = (size: number, partSize: number) => Math.max(1, Math.ceil(size / partSize));
-
-/** Refuses an upload S3 would not complete (the same limits in both modes); callers have validated their input already. */
-function checkUploadShape(size: number, partSize: number): void {
-  if (!Number.isSafeInteger(size) || size < 0 || size > MAX_UPLOAD_SIZE) throw new RangeError(`multipart upload size ${size}: 0..${MAX_UPLOAD_SIZE} bytes`);
-  if (!Number.isSafeInteger(partSize) || partSize < 1 || partSize > MAX_PART_SIZE) throw new RangeError(`multipart part size ${partSize}: at most ${MAX_PART_SIZE} bytes`);
-  const count = partCountOf(size, partSize);
-  if (count > MAX_PARTS) throw new RangeError(`multipart upload of ${size} bytes in parts of ${partSize}: ${count} parts, at most ${MAX_PARTS}`);
-  if (count > 1 && partSize < MIN_PART_SIZE) throw new RangeError(`multipart part size ${partSize}: at least ${MIN_PART_SIZE} bytes when there are several parts`);
-}
-
-const unquote = (etag: string) => etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1").toLowerCase();
+const unquote = plainEtag;
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
 
 /** Runs `fn` over `items`, `limit` at a time. */
@@ -408,7 +390,7 @@ function localMultipart(d: MultipartDeps): MultipartUploads {
   function expectedSize(rec: UploadRecord, n: number): number {
     const count = partCountOf(rec.size, rec.partSize);
     if (!Number.isInteger(n) || n < 1 || n > count) throw new StoreError("PreconditionFailed", `part ${n}: this upload has parts 1..${count}`);
-    return n < count ? rec.partSize : rec.size - (count - 1) * rec.partSize;
+    return partBytes(rec.size, rec.partSize, n);
   }
 
   async function create(key: string, o: { size: number; partSize: number; contentType?: string; metadata?: Record<string, string> }): Promise<string> {

@@ -65,6 +65,7 @@ import type {
   ByteRange, ByteStream, GetResult, ListOptions, ListPage, MultipartUploads, ObjectInfo, ObjectStore, OpenUpload, PresignOptions, PutOptions,
   UploadedPart,
 } from "../../core/ports.js";
+import { MAX_PARTS, checkUploadShape, plainEtag } from "../../core/multipart.js";
 
 export interface S3ObjectStoreConfig {
   /** e.g. `http://127.0.0.1:9000` for MinIO; absent for AWS S3. */
@@ -100,7 +101,6 @@ const GiB = 1024 * MiB;
 const SHA256_KEY = "sha256";
 const UPLOAD_PART_SIZE = 8 * MiB;
 const UPLOAD_QUEUE_SIZE = 4;
-const MAX_PARTS = 10_000;
 const COPY_CONCURRENCY = 4;
 const HEAD_CONCURRENCY = 16;
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
@@ -109,10 +109,6 @@ const COPY_MS_PER_BYTE = 1000 / (20 * MiB);
 /** CompleteMultipartUpload may take this long on top of the request timeout (S3: "several minutes" for big uploads). */
 const COMPLETE_BASE_MS = 30_000;
 const COMPLETE_MS_PER_PART = 60;
-/** S3's limits of a multipart upload. */
-const MIN_PART_SIZE = 5 * MiB;
-const MAX_PART_SIZE = 5 * GiB;
-const MAX_UPLOAD_SIZE = 5 * 1024 * GiB;
 const LIST_PAGE = 1000;
 /** Failures to reach the store (Node's error codes), as opposed to answers from it. */
 const NETWORK_ERROR_CODES = new Set([
@@ -433,16 +429,7 @@ interface MultipartDeps {
   head(key: string): Promise<ObjectInfo | undefined>;
 }
 
-/** Refuses an upload S3 would not complete (parts over 10,000, too small or too large), before S3 is asked. */
-function checkUploadShape(size: number, partSize: number): void {
-  if (!Number.isSafeInteger(size) || size < 0 || size > MAX_UPLOAD_SIZE) throw new RangeError(`multipart upload size ${size}: 0..${MAX_UPLOAD_SIZE} bytes`);
-  if (!Number.isSafeInteger(partSize) || partSize < 1 || partSize > MAX_PART_SIZE) throw new RangeError(`multipart part size ${partSize}: at most ${MAX_PART_SIZE} bytes`);
-  const count = Math.max(1, Math.ceil(size / partSize));
-  if (count > MAX_PARTS) throw new RangeError(`multipart upload of ${size} bytes in parts of ${partSize}: ${count} parts, at most ${MAX_PARTS}`);
-  if (count > 1 && partSize < MIN_PART_SIZE) throw new RangeError(`multipart part size ${partSize}: at least ${MIN_PART_SIZE} bytes when there are several parts`);
-}
-
-const unquote = (etag: string) => etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1").toLowerCase();
+const unquote = plainEtag;
 
 /** The ETag S3 gives an object made of parts with these (hex MD5) etags: the MD5 of their MD5s, then `-<count>`. */
 function multipartEtag(etags: readonly string[]): string | undefined {
