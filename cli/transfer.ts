@@ -47,6 +47,7 @@ import type { CliIO } from "./program.js";
 import { ConnectionError, ServerError, causeOf, query, type ApiClient, type Page } from "./client.js";
 import { humanSize } from "./output.js";
 import { messageOf } from "../core/errors.js";
+import { PartReader } from "./part-reader.js";
 
 const MiB = 1024 ** 2;
 export const DEFAULT_PARALLEL = 4;
@@ -388,13 +389,14 @@ async function md5Of(b: Blob): Promise<Buffer> {
   return h.digest();
 }
 
+/** Workers reading parts and their MD5 (cli/part-reader.ts), shared by every upload of this process. */
+const reader = new PartReader(4);
+
 /** A part's bytes (in memory up to 64 MiB, else a slice of the file read as it is sent) and its MD5. */
 async function partBytes(file: Blob, local: string, start: number, end: number): Promise<{ body: Buffer | Blob; md5: Buffer }> {
-  const slice = file.slice(start, end);
   try {
-    if (end - start > BUFFERED_PART_BYTES) return { body: slice, md5: await md5Of(slice) };
-    const body = Buffer.from(await slice.arrayBuffer());
-    return { body, md5: createHash("md5").update(body).digest() };
+    if (end - start > BUFFERED_PART_BYTES) { const slice = file.slice(start, end); return { body: slice, md5: await md5Of(slice) }; }
+    return await reader.read(local, start, end);
   } catch (e) {
     throw new Error(`${local}: cannot read (${messageOf(e)}; was it changed while uploading?)`, { cause: e });
   }
