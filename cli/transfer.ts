@@ -8,9 +8,12 @@
  * Uploads by parts (the multipart flow of docs/api.md): POST /v1/files/upload-url with
  * `multipart: true`, each part's bytes PUT to its presigned URL (never with the API key) with
  * its Content-MD5 and exact Content-Length, the answer's ETag checked against that MD5, then
- * POST /v1/files/upload-confirm with every part's etag. At most `parallel` parts are in flight,
- * each read from disk into memory (or streamed twice from disk, for parts over 64 MiB: once
- * for its MD5, once to send it), so memory stays within parallel × 64 MiB. URLs of parts past
+ * POST /v1/files/upload-confirm with every part's etag. Parts are 16 MiB unless asked
+ * otherwise. At most `parallel` parts are in flight, each read from disk into memory with its
+ * MD5 by a worker thread (cli/part-reader.ts; parts over 64 MiB are streamed twice from disk
+ * instead: once for the MD5, once to send them), so memory stays within parallel × 64 MiB and
+ * the sockets are never held up by hashing. Presigned requests go through node:http
+ * (cli/http-fetch.ts). URLs of parts past
  * the first 1,000, or that expired (403), come from POST /v1/files/upload-parts.
  *
  * Resuming an upload: a state file per upload in $XDG_STATE_HOME/operon/uploads/ (else
@@ -56,6 +59,7 @@ export const DEFAULT_PART_THRESHOLD = 100 * MiB;
 export const DEFAULT_RANGE_BYTES = 64 * MiB;
 /** Parts up to this size are read into memory once; larger ones are streamed from disk. */
 const BUFFERED_PART_BYTES = 64 * MiB;
+const DEFAULT_PART_BYTES = 16 * MiB;
 /** Tries of one part or range (the first included) before the transfer fails. */
 const ATTEMPTS = 4;
 const URLS_PER_REQUEST = 1000;
@@ -447,6 +451,12 @@ async function receivedParts(t: Transfer, u: Omit<PartsUpload, "urls" | "done">)
   return done;
 }
 
+/**
+ * Parts of 16 MiB unless asked otherwise (grown to stay within 10,000 parts): small enough
+ * that four in flight keep the link busy while the next ones are read and hashed.
+ */
+const defaultPartSize = (size: number) => Math.max(DEFAULT_PART_BYTES, Math.ceil(size / 10_000 / MiB) * MiB);
+
 /** POST /v1/files/upload-url with multipart: the upload's state (saved) and its first part URLs. */
 async function beginUpload(t: Transfer, req: UploadRequest, files: UploadStateFiles, partSize: number | undefined): Promise<{ state: UploadState; urls: Map<number, string> }> {
   const a = await t.client.data<{ uploadId?: unknown; fileKey: string; partSize: number; partCount: number; parts?: Array<{ partNumber: number; uploadUrl: string }> }>("POST", "/v1/files/upload-url", {
@@ -484,7 +494,7 @@ export async function uploadByParts(t: Transfer, req: UploadRequest, o: { partSi
   let file: Blob;
   try { file = await openAsBlob(req.local); } catch (e) { throw new Error(`${req.local}: cannot read (${messageOf(e)})`, { cause: e }); }
   const resumed = await resumable(t, req, file, files);
-  const { state, urls } = resumed ? { state: resumed.state, urls: new Map<number, string>() } : await beginUpload(t, req, files, o.partSize);
+  const { state, urls } = resumed ? { state: resumed.state, urls: new Map<number, string>() } : await beginUpload(t, req, files, o.partSize ?? defaultPartSize(req.size));
   const done = resumed?.done ?? new Map<number, string>();
   if (resumed) t.note(`resuming ${req.local}: ${done.size} of ${state.partCount} parts already received`);
   const all = Array.from({ length: state.partCount }, (_, i) => i + 1);
