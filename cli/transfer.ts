@@ -513,6 +513,13 @@ export async function uploadByParts(t: Transfer, req: UploadRequest, o: { partSi
   } finally {
     t.progress.clear();
   }
+  // Parts are read with plain reads: a file changed meanwhile is caught here, before anything is visible.
+  const now = await stat(req.local);
+  if (now.size !== req.size || now.mtimeMs !== req.mtimeMs) {
+    await t.client.data("POST", "/v1/files/upload-abort", { body: { workspace_id: state.workspace, upload_id: state.uploadId } }).catch(() => undefined);
+    await files.remove();
+    throw new Error(`${req.local}: changed while it was uploading; nothing was confirmed (run again to send it as it is now)`);
+  }
   return confirmParts(t, u);
 }
 

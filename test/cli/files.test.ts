@@ -14,7 +14,7 @@
 import t, { type Test } from "tap";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer, request, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -275,6 +275,21 @@ for (const kind of ["local", "s3"] as const) {
       t.match(tty.raw, /\r\x1b\[Kbig5\.bin {2}\d+(\.\d)? [KMG]?B \/ 11 MB {2}\d+% {2}\d+(\.\d)? [KMG]?B\/s {2}ETA (\d+:\d\d|--:--)/, "a progress line redrawn in place");
       t.match(tty.raw, /11 MB \/ 11 MB {2}100%/, "up to the last byte");
       t.ok(tty.raw.endsWith("\r\x1b[K"), "erased once the file is done");
+    });
+
+    t.test("a file changed while it uploads is not confirmed", async (t) => {
+      const body = randomBytes(12 * MiB);
+      const src = local("changing.bin", body);
+      let touched = false;
+      const touching: typeof fetch = async (input, init) => {
+        if (init?.method === "PUT" && !touched) { touched = true; utimesSync(src, new Date(), new Date(Date.now() + 60_000)); }
+        return fetch(input, init);
+      };
+      const up = await cli(b, state, ["files", "upload", src, "--path", "p7/", ...PARTS], { fetch: touching });
+      t.not(up.code, 0);
+      t.match(up.stderr, /changing\.bin: changed while it was uploading; nothing was confirmed/);
+      t.equal(await listed(b, "p7/changing.bin"), undefined, "nothing visible");
+      t.same(existsSync(uploads) ? readdirSync(uploads) : [], [], "no state left to resume a file that is not the same");
     });
 
     t.test("a failed part is sent again; an expired part URL (403) is renewed through upload-parts", async (t) => {
