@@ -62,12 +62,22 @@ export class Checksums {
     this.staleMs = o.staleMs ?? 120_000;
   }
 
-  /** Records that `info`'s checksum is wanted (a marker) and queues it here. */
-  async request(organization: string, info: ObjectInfo): Promise<void> {
+  /** Records that the checksum of the object at `info.key` is wanted (a marker): whoever finds the marker unattended computes it. */
+  async mark(organization: string, info: { key: string; size: number }): Promise<void> {
     const now = new Date(this.clock.now()).toISOString();
     const marker: PendingChecksum = { storageKey: info.key, organization, size: info.size, queuedAt: now, heartbeatAt: now, hashed: 0 };
     await this.store.put(markerOf(info.key), JSON.stringify(marker), { contentType: "application/json" });
-    this.enqueue(organization, info.key);
+  }
+
+  /** Computes the checksum of the object at `key` here, in its organization's turn (its marker written already). */
+  start(organization: string, key: string): void {
+    this.enqueue(organization, key);
+  }
+
+  /** mark, then start. */
+  async request(organization: string, info: ObjectInfo): Promise<void> {
+    await this.mark(organization, info);
+    this.start(organization, info.key);
   }
 
   /** Queues every pending file whose marker nobody rewrote for `staleMs` (at start, and from time to time). */

@@ -156,9 +156,11 @@ function checkParts(r: MultipartRecord, given: ReadonlyArray<{ partNumber: numbe
 /**
  * Makes an upload the file, once every part is there as the client lists it: 409 naming the
  * part (or the size, or the key) otherwise, and nothing becomes visible. The store joins the
- * parts itself; `onStored` is told of the file (its checksum is computed afterwards).
+ * parts itself. The file's checksum is computed afterwards: `checksum.mark` records that it is
+ * wanted before the file appears (so a crash right after leaves the mark for another
+ * api-server), `checksum.start` begins it once the file is there.
  */
-export async function confirmMultipartUpload(store: ObjectStore, ws: WorkspaceRecord, b: { fileKey: string; filename?: string | undefined; size?: number | undefined; uploadId: string; parts: ReadonlyArray<{ partNumber: number; etag: string }> }, nowMs: number, onStored: (info: ObjectInfo) => Promise<void>): Promise<FileView> {
+export async function confirmMultipartUpload(store: ObjectStore, ws: WorkspaceRecord, b: { fileKey: string; filename?: string | undefined; size?: number | undefined; uploadId: string; parts: ReadonlyArray<{ partNumber: number; etag: string }> }, nowMs: number, checksum: { mark(info: { key: string; size: number }): Promise<void>; start(info: ObjectInfo): void }): Promise<FileView> {
   const r = await uploadOf(store, ws, b.uploadId);
   const { key } = fileKey(ws, "file_key", b.fileKey);
   if (key !== r.key) throw conflict(`file_key: upload ${r.id} is for ${JSON.stringify(r.key)}, not ${JSON.stringify(key)}`, { field: "file_key" });
@@ -177,6 +179,7 @@ export async function confirmMultipartUpload(store: ObjectStore, ws: WorkspaceRe
   if (!taken) throw conflict(`upload_id: upload ${r.id} is being confirmed by another request`, { field: "upload_id" });
   let info: ObjectInfo;
   try {
+    await checksum.mark({ key: r.storageKey, size: r.size });
     info = await multipartOf(store).complete(r.storageKey, r.storeUploadId, b.parts.map((p) => ({ partNumber: p.partNumber, etag: plainEtag(p.etag) })).sort((x, y) => x.partNumber - y.partNumber));
   } catch (e) {
     await updateJson<MultipartRecord>(store, recordKey, (cur) => ({ ...cur, confirming: undefined } as MultipartRecord)).catch(() => undefined);
@@ -185,7 +188,7 @@ export async function confirmMultipartUpload(store: ObjectStore, ws: WorkspaceRe
     throw e;
   }
   await store.delete(recordKey);
-  await onStored(info);
+  checksum.start(info);
   return fileView(ws, info);
 }
 

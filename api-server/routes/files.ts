@@ -357,10 +357,13 @@ export async function fileRoutes(app: FastifyInstance, opts: { maxUploadBytes: n
       if (partNumber === undefined || etag === undefined) throw badRequest(`parts[${i}]`, "needs part_number and etag");
       return { partNumber, etag };
     });
-    const stored = await confirmMultipartUpload(store, ws, { fileKey: given, filename: b.filename, size: b.size, uploadId, parts }, clock.now(), async (info) => {
-      // Parts sent to the api-server (the local store) were counted as they came.
-      if (!store.multipart?.putPart) app.operon.metrics.uploadedBytes.inc({ via: "parts" }, info.size);
-      await checksums.request(ws.organization, info);
+    const stored = await confirmMultipartUpload(store, ws, { fileKey: given, filename: b.filename, size: b.size, uploadId, parts }, clock.now(), {
+      mark: async (info) => checksums.mark(ws.organization, info),
+      start: (info) => {
+        // Parts sent to the api-server (the local store) were counted as they came.
+        if (!store.multipart?.putPart) app.operon.metrics.uploadedBytes.inc({ via: "parts" }, info.size);
+        checksums.start(ws.organization, info.key);
+      },
     });
     return { data: stored };
   });
