@@ -51,6 +51,7 @@ import { ConnectionError, ServerError, causeOf, query, type ApiClient, type Page
 import { humanSize } from "./output.js";
 import { messageOf } from "../core/errors.js";
 import { PartReader } from "./part-reader.js";
+import { plainEtag } from "../core/multipart.js";
 
 const MiB = 1024 ** 2;
 export const DEFAULT_PARALLEL = 4;
@@ -232,8 +233,6 @@ async function refusal(res: Response, what: string): Promise<Error> {
   return [404, 410, 416].includes(res.status) ? error : new Transient(error);
 }
 
-/** An ETag as `abc…`, whatever its quoting. */
-const plainEtag = (e: string) => e.trim().replace(/^W\//, "").replace(/^"(.*)"$/, "$1").toLowerCase();
 
 /** Writes JSON through a temporary file renamed into place: a reader sees the old or the new, never half. */
 async function writeJsonAtomic(path: string, value: unknown): Promise<void> {

@@ -324,7 +324,6 @@ class PartMeter extends Transform {
   }
 }
 
-const unquote = plainEtag;
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
 
 /** Runs `fn` over `items`, `limit` at a time. */
@@ -481,7 +480,7 @@ function localMultipart(d: MultipartDeps): MultipartUploads {
     for (const p of parts) {
       if (!Number.isInteger(p.partNumber) || p.partNumber < 1 || p.partNumber > count) throw new StoreError("PreconditionFailed", `${key}: part ${p.partNumber} is not a part of this upload (1..${count})`);
       if (given.has(p.partNumber)) throw new StoreError("PreconditionFailed", `${key}: part ${p.partNumber} is given twice`);
-      given.set(p.partNumber, unquote(p.etag));
+      given.set(p.partNumber, plainEtag(p.etag));
     }
     const numbers = Array.from({ length: count }, (_, i) => i + 1);
     const problems = await inBatches(numbers, 64, async (n) => {

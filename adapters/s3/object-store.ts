@@ -429,7 +429,6 @@ interface MultipartDeps {
   head(key: string): Promise<ObjectInfo | undefined>;
 }
 
-const unquote = plainEtag;
 
 /** The ETag S3 gives an object made of parts with these (hex MD5) etags: the MD5 of their MD5s, then `-<count>`. */
 function multipartEtag(etags: readonly string[]): string | undefined {
@@ -459,7 +458,7 @@ function orderedParts(key: string, parts: ReadonlyArray<{ partNumber: number; et
       throw new StoreError("PreconditionFailed", p.partNumber === i ? `${key}: part ${i} is given twice` : `${key}: part ${i + 1} is missing from the parts given`);
     }
   });
-  return sorted.map((p) => ({ PartNumber: p.partNumber, ETag: `"${unquote(p.etag)}"` }));
+  return sorted.map((p) => ({ PartNumber: p.partNumber, ETag: `"${plainEtag(p.etag)}"` }));
 }
 
 /** The S3 store's MultipartUploads (S3's own multipart uploads; the module comment says how the port's promises are kept). */
@@ -471,7 +470,7 @@ function s3Multipart({ client, Bucket, requestTimeout, head }: MultipartDeps): M
       for (let page = 0; page <= MAX_PARTS / LIST_PAGE; page++) {
         const out = await client.send(new ListPartsCommand({ Bucket, Key: key, UploadId: uploadId, MaxParts: LIST_PAGE, PartNumberMarker: marker }));
         for (const p of out.Parts ?? []) {
-          if (p.PartNumber !== undefined) parts.push({ partNumber: p.PartNumber, size: p.Size ?? 0, etag: unquote(p.ETag ?? "") });
+          if (p.PartNumber !== undefined) parts.push({ partNumber: p.PartNumber, size: p.Size ?? 0, etag: plainEtag(p.ETag ?? "") });
         }
         if (out.IsTruncated !== true || out.NextPartNumberMarker === undefined) break;
         marker = out.NextPartNumberMarker;
@@ -490,9 +489,9 @@ function s3Multipart({ client, Bucket, requestTimeout, head }: MultipartDeps): M
     } catch (err) {
       // An attempt that S3 carried out but whose answer was lost: the retry hears NoSuchUpload,
       // and the object at the key is the one these parts make.
-      const expected = multipartEtag(Parts.map((p) => unquote(p.ETag ?? "")));
+      const expected = multipartEtag(Parts.map((p) => plainEtag(p.ETag ?? "")));
       const done = (err as SdkError | undefined)?.name === "NoSuchUpload" && expected !== undefined ? await head(key).catch(() => undefined) : undefined;
-      if (!done || done.etag === undefined || unquote(done.etag) !== expected) throw mapMultipartError(err, key, uploadId);
+      if (!done || done.etag === undefined || plainEtag(done.etag) !== expected) throw mapMultipartError(err, key, uploadId);
     }
     const info = await head(key);
     if (!info) throw new StoreError("NotFound", `${key} vanished right after its upload completed`);
